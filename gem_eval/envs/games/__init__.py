@@ -1,0 +1,1 @@
+"""Single-player text games with dense per-turn rewards (``game:*``)."""

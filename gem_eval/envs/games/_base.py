@@ -1,0 +1,195 @@
+"""The shared machinery of the text games: answer parsing, turns and dense rewards.
+
+Reward scheme (the same for every game; the constants are constructor arguments):
+
+* A legal move earns ``progress_weight * (p_after - p_before)``, where ``p`` is the
+  game's progress in ``[0, 1]`` (normalised so that it is 0 at reset). Progress is a
+  potential (cells revealed, candidates ruled out, tiles in place ...), so these rewards
+  telescope and cannot be farmed: they may be negative when a move undoes progress.
+* The move that solves the game also earns ``1 - progress_weight``. A solved episode
+  without errors therefore has an undiscounted return of exactly 1.0, the maximum; with a
+  discount ``gamma < 1`` a solution in fewer turns earns a larger discounted return.
+* An action with no ``\\boxed{...}`` or an unreadable move earns
+  ``format_error_reward`` (default -0.1); a readable but illegal move earns
+  ``invalid_move_reward`` (default -0.1). Either uses up a turn, never raises, and the
+  observation tells the agent what was wrong.
+* Losing (a mine, the last life) ends the episode (``terminated``) with no bonus.
+  Running out of turns ends it with ``truncated``.
+"""
+
+from __future__ import annotations
+
+import random
+from abc import abstractmethod
+from dataclasses import dataclass
+from typing import Any, Generic, TypeVar
+
+from gem_eval.boxed import last_boxed
+from gem_eval.core import Env, ResetResult, StepResult
+
+FORMAT_ERROR_REWARD = -0.1
+INVALID_MOVE_REWARD = -0.1
+PROGRESS_WEIGHT = 0.5
+
+MoveT = TypeVar("MoveT")
+
+
+class MoveError(ValueError):
+    """The text inside ``\\boxed{}`` is not a move of this game; the message says why."""
+
+
+class IllegalMove(ValueError):
+    """The move reads fine but the rules forbid it now; the message says why."""
+
+
+@dataclass
+class Outcome:
+    """What a legal move did: feedback for the agent and whether the game ended."""
+
+    message: str
+    solved: bool = False
+    lost: bool = False
+
+
+class GameEnv(Env, Generic[MoveT]):
+    """Base of the single-player text games.
+
+    A subclass implements the hooks below; this class handles ``\\boxed{}`` extraction,
+    turn counting, truncation, rewards and the ``info`` dict. Parameters left as
+    ``None`` (the ``-random`` variants) are drawn from ``self.rng`` on every reset by
+    the subclass's ``_new_game``.
+    """
+
+    title: str = "game"
+    example_action: str = "\\boxed{...}"
+
+    def __init__(
+        self,
+        max_turns: int | None = None,
+        progress_weight: float = PROGRESS_WEIGHT,
+        format_error_reward: float = FORMAT_ERROR_REWARD,
+        invalid_move_reward: float = INVALID_MOVE_REWARD,
+    ) -> None:
+        super().__init__()
+        if not 0.0 <= progress_weight <= 1.0:
+            raise ValueError("progress_weight must lie in [0, 1]")
+        self.max_turns_setting = max_turns
+        self.max_turns = max_turns or 1
+        self.progress_weight = progress_weight
+        self.format_error_reward = format_error_reward
+        self.invalid_move_reward = invalid_move_reward
+        self.turn = 0
+        self.done = True
+        self._p0 = 0.0
+        self._progress_now = 0.0
+
+    # ----------------------------------------------------------------- hooks
+    @abstractmethod
+    def _new_game(self) -> int:
+        """Set up a fresh game from ``self.rng``; return the default turn limit."""
+
+    @abstractmethod
+    def _rules(self) -> str:
+        """The instructions shown at reset, including the action format."""
+
+    @abstractmethod
+    def _render(self) -> str:
+        """The state the agent sees after each move (board, guesses so far)."""
+
+    @abstractmethod
+    def _parse(self, text: str) -> MoveT:
+        """Read a move from the text inside ``\\boxed{}``; raise :class:`MoveError`."""
+
+    @abstractmethod
+    def _apply(self, move: MoveT) -> Outcome:
+        """Play a move; raise :class:`IllegalMove` when the rules forbid it."""
+
+    @abstractmethod
+    def _raw_progress(self) -> float:
+        """How close the game is to solved, in ``[0, 1]`` (1 when solved)."""
+
+    @abstractmethod
+    def oracle_action(self) -> str:
+        """A move that leads to a solution within the turn limit (the test oracle)."""
+
+    @abstractmethod
+    def sample_random_action(self, rng: random.Random) -> str:
+        """A well-formed random move drawn from ``rng`` (may be illegal or poor)."""
+
+    # ------------------------------------------------------------- contract
+    def reset(self, seed: int | None = None) -> ResetResult:
+        super().reset(seed)
+        default_turns = self._new_game()
+        self.max_turns = self.max_turns_setting or default_turns
+        self.turn = 0
+        self.done = False
+        self._p0 = self._raw_progress()
+        self._progress_now = 0.0
+        obs = f"{self._rules()}\n\n{self._render()}".rstrip()
+        return obs, self._info(error=None, solved=False, lost=False)
+
+    def step(self, action: str) -> StepResult:
+        if self.done:
+            info = self._info(error="episode_over", solved=False, lost=False)
+            return "The episode is over; call reset() to play again.", 0.0, True, False, info
+        self.turn += 1
+        error, solved, lost = None, False, False
+        text = last_boxed(action)
+        if text is None:
+            error, reward = "format", self.format_error_reward
+            message = f"Format error: put your move inside \\boxed{{}}, e.g. {self.example_action}."
+        else:
+            try:
+                outcome = self._apply(self._parse(text))
+            except MoveError as exc:
+                error, reward = "format", self.format_error_reward
+                message = f"Could not read the move {text!r}: {exc} (e.g. {self.example_action})."
+            except IllegalMove as exc:
+                error, reward = "illegal", self.invalid_move_reward
+                message = f"Illegal move {text!r}: {exc}"
+            else:
+                solved, lost, message = outcome.solved, outcome.lost, outcome.message
+                reward = self._progress_reward(solved)
+        terminated = solved or lost
+        truncated = not terminated and self.turn >= self.max_turns
+        self.done = terminated or truncated
+        obs = self._observation(message, solved, lost, truncated)
+        return obs, reward, terminated, truncated, self._info(error, solved, lost)
+
+    # -------------------------------------------------------------- helpers
+    def _progress_reward(self, solved: bool) -> float:
+        raw = 1.0 if solved else self._raw_progress()
+        span = 1.0 - self._p0
+        now = 1.0 if solved else ((raw - self._p0) / span if span > 0 else 0.0)
+        reward = self.progress_weight * (now - self._progress_now)
+        self._progress_now = now
+        if solved:
+            reward += 1.0 - self.progress_weight
+        return reward
+
+    def _observation(self, message: str, solved: bool, lost: bool, truncated: bool) -> str:
+        parts = [message]
+        board = self._render()
+        if board:
+            parts.append(board)
+        if solved:
+            parts.append(f"Solved in {self.turn} turn(s).")
+        elif lost:
+            parts.append("Game over: you lost.")
+        elif truncated:
+            parts.append(f"Out of turns ({self.max_turns}): game over.")
+        else:
+            parts.append(f"Turns left: {self.max_turns - self.turn}.")
+        return "\n\n".join(parts)
+
+    def _info(self, error: str | None, solved: bool, lost: bool) -> dict[str, Any]:
+        info: dict[str, Any] = {
+            "turn": self.turn,
+            "max_turns": self.max_turns,
+            "progress": self._progress_now,
+            "error": error,
+        }
+        if self.done:
+            info["success"] = solved
+            info["lost"] = lost
+        return info

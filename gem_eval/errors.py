@@ -1,0 +1,69 @@
+"""The exceptions gem-eval raises.
+
+Two branches matter to callers:
+
+* :class:`UserError` -- the user asked for something that cannot be done as asked
+  (an unknown env id, a bad option). The CLI prints its message on one line, with no
+  traceback, and exits with code 2.
+* everything else under :class:`GemEvalError` -- a fault in gem-eval or in a resource it
+  drives. These keep their tracebacks.
+"""
+
+from __future__ import annotations
+
+import difflib
+from collections.abc import Iterable
+
+
+class GemEvalError(Exception):
+    """Base class of every exception gem-eval raises on purpose."""
+
+
+class UserError(GemEvalError):
+    """Bad input from the user; shown as one line without a traceback."""
+
+
+class UnknownEnvError(UserError, KeyError):
+    """An env id that is not registered."""
+
+    def __str__(self) -> str:  # KeyError would quote the message
+        return str(self.args[0]) if self.args else ""
+
+
+class RegistrationError(GemEvalError):
+    """An env was registered twice, or with a malformed id or entry point."""
+
+
+class EnvArgumentError(UserError, TypeError):
+    """`make(id, **kwargs)` got a keyword the env does not take, or a bad value."""
+
+
+class VectorEnvError(GemEvalError):
+    """A sub-env of a vector env raised; ``index`` says which one.
+
+    The original exception is chained as ``__cause__``.
+    """
+
+    def __init__(self, index: int, exc: BaseException, others: int = 0) -> None:
+        self.index = index
+        self.original = exc
+        more = f" ({others} other sub-env(s) also failed)" if others else ""
+        super().__init__(f"sub-env {index} raised {type(exc).__name__}: {exc}{more}")
+
+
+class VectorEnvStateError(GemEvalError):
+    """A vector env call came in the wrong state (e.g. step_wait before step_async)."""
+
+
+def closest(word: str, candidates: Iterable[str], n: int = 3) -> list[str]:
+    """Return up to ``n`` candidates closest to ``word``, ignoring case."""
+    pool = list(candidates)
+    lowered = {c.lower(): c for c in pool}
+    hits = difflib.get_close_matches(word.lower(), list(lowered), n=n, cutoff=0.5)
+    return [lowered[h] for h in hits]
+
+
+def did_you_mean(word: str, candidates: Iterable[str], n: int = 3) -> str:
+    """A ``" Did you mean: a, b?"`` suffix, or ``""`` when nothing is close."""
+    hits = closest(word, candidates, n)
+    return f" Did you mean: {', '.join(hits)}?" if hits else ""
