@@ -13,7 +13,7 @@ from __future__ import annotations
 from gem_eval._version import __version__
 from gem_eval.core import Env, Wrapper
 from gem_eval.registration import EnvSpec, list_envs, make, register, spec
-# from gem_eval.vector import AsyncVectorEnv, AutoresetMode, SyncVectorEnv, VectorEnv, make_vec
+from gem_eval.vector import AsyncVectorEnv, AutoresetMode, SyncVectorEnv, VectorEnv, make_vec
 
 __all__ = [
     "AsyncVectorEnv",

@@ -1,0 +1,3 @@
+from gem_eval.cli import main
+
+main()

@@ -1,0 +1,39 @@
+"""The root Typer app and its sub-commands."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+import typer
+
+from gem_eval._version import __version__
+from gem_eval.cli.envs import envs_app
+from gem_eval.cli.play import play
+
+app = typer.Typer(
+    name="gem-eval",
+    help="A Gym for agentic LLMs, and the harness that evaluates them.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_show_locals=False,
+)
+app.add_typer(envs_app, name="envs")
+app.command()(play)
+
+
+def _print_version(value: bool) -> None:
+    if value:
+        typer.echo(f"gem-eval {__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def root(
+    version: Annotated[
+        bool,
+        typer.Option(
+            "--version", callback=_print_version, is_eager=True, help="Print the version."
+        ),
+    ] = False,
+) -> None:
+    """A Gym for agentic LLMs, and the harness that evaluates them."""

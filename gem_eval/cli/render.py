@@ -1,0 +1,76 @@
+"""Rich output of the CLI: env tables and episode transcripts."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from rich.console import Console
+from rich.markup import escape
+from rich.panel import Panel
+from rich.table import Table
+
+if TYPE_CHECKING:
+    from gem_eval.registration import EnvSpec
+    from gem_eval.rollout import Episode
+
+console = Console(highlight=False)
+
+
+def env_table(specs: list[EnvSpec]) -> None:
+    table = Table(title=f"{len(specs)} envs", title_justify="left")
+    table.add_column("id", style="bold cyan", no_wrap=True)
+    table.add_column("settings")
+    table.add_column("description")
+    for s in specs:
+        settings = ", ".join(f"{k}={v}" for k, v in s.kwargs.items())
+        table.add_row(s.id, escape(settings), escape(s.description))
+    console.print(table)
+
+
+def env_details(spec: EnvSpec, doc: str, first_obs: str, seed: int) -> None:
+    table = Table.grid(padding=(0, 2))
+    table.add_row("[bold]id[/]", spec.id)
+    table.add_row("[bold]entry point[/]", escape(str(spec.entry_point)))
+    table.add_row(
+        "[bold]settings[/]", escape(", ".join(f"{k}={v}" for k, v in spec.kwargs.items()))
+    )
+    table.add_row("[bold]description[/]", escape(spec.description))
+    console.print(table)
+    if doc:
+        console.print(Panel(escape(doc), title="documentation", title_align="left"))
+    console.print(
+        Panel(escape(first_obs), title=f"first observation (seed {seed})", title_align="left")
+    )
+
+
+class TranscriptPrinter:
+    """Prints an episode turn by turn, as :func:`~gem_eval.rollout.rollout` plays it."""
+
+    def __init__(self) -> None:
+        self.shown = -1
+
+    def __call__(self, episode: Episode) -> None:
+        if self.shown < 0:
+            console.print(Panel(escape(episode.observation), title="env", title_align="left"))
+            self.shown = 0
+        for n, turn in enumerate(episode.turns[self.shown :], start=self.shown + 1):
+            console.print(f"[bold magenta]agent[/] (turn {n}): {escape(turn.action)}")
+            status = "terminated" if turn.terminated else "truncated" if turn.truncated else ""
+            title = f"env  reward {turn.reward:+.3f}" + (f"  {escape(f'[{status}]')}" if status else "")
+            console.print(Panel(escape(turn.observation), title=title, title_align="left"))
+        self.shown = len(episode.turns)
+
+
+def episode_summary(episode: Episode, gamma: float) -> None:
+    table = Table(title="episode", title_justify="left")
+    for column in ("env", "seed", "turns", "success", "return", f"discounted (γ={gamma})"):
+        table.add_column(column, overflow="fold")
+    table.add_row(
+        episode.env_id,
+        str(episode.seed),
+        str(len(episode.turns)),
+        "yes" if episode.success else "no",
+        f"{episode.total_return:.3f}",
+        f"{episode.discounted_return(gamma):.3f}",
+    )
+    console.print(table)

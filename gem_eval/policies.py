@@ -1,0 +1,77 @@
+"""Built-in policies that play an env without a model: oracle, random and human.
+
+A policy maps the latest observation (and the env, for policies that read its state)
+to the next action.
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Callable
+from typing import Protocol
+
+from gem_eval.core import Env
+from gem_eval.errors import UserError
+
+
+class Policy(Protocol):
+    """Anything that picks the next action from an observation."""
+
+    def __call__(self, observation: str, env: Env) -> str: ...
+
+
+class OraclePolicy:
+    """Plays the env's own solver (``env.unwrapped.oracle_action()``)."""
+
+    def __call__(self, observation: str, env: Env) -> str:
+        oracle = getattr(env.unwrapped, "oracle_action", None)
+        if oracle is None:
+            raise UserError(f"{env} has no oracle policy")
+        action: str = oracle()
+        return action
+
+
+class RandomPolicy:
+    """Plays well-formed random moves (``env.unwrapped.sample_random_action``).
+
+    Args:
+        seed: Seeds the policy's own generator; the env's is never touched.
+    """
+
+    def __init__(self, seed: int | None = None) -> None:
+        self.rng = random.Random(seed)
+
+    def __call__(self, observation: str, env: Env) -> str:
+        sample = getattr(env.unwrapped, "sample_random_action", None)
+        if sample is None:
+            raise UserError(f"{env} has no random policy")
+        action: str = sample(self.rng)
+        return action
+
+
+class HumanPolicy:
+    """Asks a person for each action.
+
+    Args:
+        ask: Reads one line from the person (default :func:`input`).
+    """
+
+    def __init__(self, ask: Callable[[str], str] = input) -> None:
+        self.ask = ask
+
+    def __call__(self, observation: str, env: Env) -> str:
+        return self.ask("your move> ")
+
+
+POLICY_NAMES = ("oracle", "random", "human")
+
+
+def make_policy(name: str, seed: int | None = None) -> Policy:
+    """Build a built-in policy by name (one of :data:`POLICY_NAMES`)."""
+    if name == "oracle":
+        return OraclePolicy()
+    if name == "random":
+        return RandomPolicy(seed)
+    if name == "human":
+        return HumanPolicy()
+    raise UserError(f"unknown policy {name!r}: choose one of {', '.join(POLICY_NAMES)}")

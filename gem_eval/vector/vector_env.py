@@ -1,0 +1,173 @@
+"""What sync and async vector envs share: the API, seeding and autoreset bookkeeping.
+
+A vector env steps ``num_envs`` sub-envs together::
+
+    obs, infos = vec.reset(seed=0)              # sub-env i gets seed 0 + i
+    obs, rewards, terminated, truncated, infos = vec.step(["\\\\boxed{5}"] * n)
+    obs, rewards, ... = vec.step({0: "\\\\boxed{5}", 3: "\\\\boxed{9}"})   # partial step
+
+A list of actions steps every sub-env and returns lists; a dict ``{index: action}``
+steps only those sub-envs and returns dicts keyed by the same indices. Sub-envs left
+out keep their state, including a pending autoreset.
+
+Autoreset modes (what happens after a sub-env's episode ends):
+
+* ``next_step`` (default): the step that ends the episode returns its final
+  observation. The *next* step of that sub-env ignores its action, resets it, and
+  returns the reset observation with reward 0.0, ``terminated=truncated=False`` and the
+  reset info plus ``info["autoreset"] = True``.
+* ``same_step``: the step that ends the episode resets the sub-env at once. It returns
+  the *reset* observation with that step's reward, terminated and truncated; its info
+  is the reset info plus ``info["final_obs"]`` and ``info["final_info"]`` (the
+  observation and info the episode ended with).
+* ``disabled``: nothing is reset; call ``reset(indices=[...])`` yourself.
+
+Autoresets pass no seed: each sub-env's generator carries on, so a whole run is
+reproducible from the first ``reset(seed)``.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Mapping, Sequence
+from enum import Enum
+from typing import Any
+
+from gem_eval.core import Env, ResetResult, StepResult
+
+VectorResetResult = tuple[list[str], list[dict[str, Any]]]
+VectorStepResult = tuple[list[str], list[float], list[bool], list[bool], list[dict[str, Any]]]
+PartialStepResult = tuple[
+    dict[int, str], dict[int, float], dict[int, bool], dict[int, bool], dict[int, dict[str, Any]]
+]
+Actions = Sequence[str] | Mapping[int, str]
+Seeds = int | Sequence[int | None] | None
+
+
+class AutoresetMode(str, Enum):
+    """When a finished sub-env is reset; see the module docstring."""
+
+    NEXT_STEP = "next_step"
+    SAME_STEP = "same_step"
+    DISABLED = "disabled"
+
+
+class VectorEnv(ABC):
+    """Steps several envs as one. See the module docstring for the exact semantics.
+
+    Args:
+        envs: The sub-envs (owned: ``close()`` closes them).
+        autoreset_mode: One of :class:`AutoresetMode` (or its string value).
+        seed: Default seed for the first ``reset()`` that gets none: sub-env ``i``
+            gets ``seed + i``.
+    """
+
+    def __init__(
+        self,
+        envs: Sequence[Env],
+        autoreset_mode: AutoresetMode | str = AutoresetMode.NEXT_STEP,
+        seed: int | None = None,
+    ) -> None:
+        if not envs:
+            raise ValueError("a vector env needs at least one sub-env")
+        self.envs = list(envs)
+        self.num_envs = len(self.envs)
+        self.autoreset_mode = AutoresetMode(autoreset_mode)
+        self._default_seed = seed
+        self._pending_reset = [False] * self.num_envs
+        self.closed = False
+
+    @abstractmethod
+    def reset(self, seed: Seeds = None, *, indices: Sequence[int] | None = None) -> Any:
+        """Reset all sub-envs (or ``indices``); return ``(observations, infos)``."""
+
+    @abstractmethod
+    def step(self, actions: Actions) -> Any:
+        """Step the sub-envs; lists in, lists out, or a dict in, dicts out."""
+
+    def close(self) -> None:
+        """Close every sub-env. Safe to call twice."""
+        if not self.closed:
+            self.closed = True
+            for env in self.envs:
+                env.close()
+
+    def __enter__(self) -> VectorEnv:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # ------------------------------------------------- shared bookkeeping
+    def _seeds(self, seed: Seeds, indices: Sequence[int]) -> list[int | None]:
+        """The seed for each index in ``indices``."""
+        if seed is None:
+            seed = self._default_seed
+        self._default_seed = None  # only the first reset falls back to it
+        if seed is None:
+            return [None] * len(indices)
+        if isinstance(seed, int):
+            return [seed + i for i in indices]
+        if len(seed) != self.num_envs:
+            raise ValueError(f"got {len(seed)} seeds for {self.num_envs} sub-envs")
+        return [seed[i] for i in indices]
+
+    def _indices(self, actions: Actions) -> list[tuple[int, str]]:
+        """``(index, action)`` pairs, checked against ``num_envs``."""
+        if isinstance(actions, Mapping):
+            pairs = sorted(actions.items())
+        else:
+            if isinstance(actions, str) or len(actions) != self.num_envs:
+                raise ValueError(
+                    f"step() needs {self.num_envs} actions (or a dict index -> action)"
+                )
+            pairs = list(enumerate(actions))
+        for i, _ in pairs:
+            if not 0 <= i < self.num_envs:
+                raise IndexError(f"sub-env index {i} is out of range 0..{self.num_envs - 1}")
+        return pairs
+
+    def _after_reset(self, i: int, result: ResetResult) -> ResetResult:
+        self._pending_reset[i] = False
+        return result
+
+    def _next_step_reset(self, result: ResetResult) -> StepResult:
+        """The step result a ``next_step`` autoreset returns."""
+        obs, info = result
+        return obs, 0.0, False, False, {**info, "autoreset": True}
+
+    def _ends_episode(self, i: int, result: StepResult) -> bool:
+        """Record a finished episode; True when it must be reset in this same step."""
+        done = result[2] or result[3]
+        if done and self.autoreset_mode is AutoresetMode.NEXT_STEP:
+            self._pending_reset[i] = True
+        return done and self.autoreset_mode is AutoresetMode.SAME_STEP
+
+    @staticmethod
+    def _same_step_reset(result: StepResult, reset: ResetResult) -> StepResult:
+        """Merge the final step and the reset into what ``same_step`` returns."""
+        final_obs, reward, terminated, truncated, final_info = result
+        obs, info = reset
+        merged = {**info, "final_obs": final_obs, "final_info": final_info}
+        return obs, reward, terminated, truncated, merged
+
+    @staticmethod
+    def _pack_reset(results: list[ResetResult]) -> VectorResetResult:
+        return [r[0] for r in results], [r[1] for r in results]
+
+    @staticmethod
+    def _pack_step(
+        pairs: list[tuple[int, str]], results: list[StepResult], partial: bool
+    ) -> VectorStepResult | PartialStepResult:
+        if partial:
+            idx = [i for i, _ in pairs]
+            return tuple(  # type: ignore[return-value]
+                {i: r[k] for i, r in zip(idx, results)} for k in range(5)
+            )
+        return (
+            [r[0] for r in results],
+            [r[1] for r in results],
+            [r[2] for r in results],
+            [r[3] for r in results],
+            [r[4] for r in results],
+        )

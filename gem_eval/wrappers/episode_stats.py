@@ -1,0 +1,57 @@
+"""``EpisodeStats``: turns, return and discounted return of each episode."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from gem_eval.core import Env, ResetResult, StepResult, Wrapper
+
+
+def discounted_return(rewards: list[float], gamma: float) -> float:
+    """``sum(gamma**t * r_t)``, the return seen from the first turn."""
+    total = 0.0
+    for reward in reversed(rewards):
+        total = reward + gamma * total
+    return total
+
+
+class EpisodeStats(Wrapper):
+    """Record per-turn rewards; report the episode when it ends.
+
+    The info of the last step carries ``info["episode"]``::
+
+        {"turns": 4, "return": 1.0, "discounted_return": 0.97, "gamma": 0.99,
+         "rewards": [0.1, 0.2, 0.2, 0.5]}
+
+    Args:
+        env: The env to watch.
+        gamma: Discount factor in ``[0, 1]``.
+    """
+
+    def __init__(self, env: Env, gamma: float = 1.0) -> None:
+        super().__init__(env)
+        if not 0.0 <= gamma <= 1.0:
+            raise ValueError("gamma must lie in [0, 1]")
+        self.gamma = gamma
+        self.rewards: list[float] = []
+
+    def reset(self, seed: int | None = None) -> ResetResult:
+        self.rewards = []
+        return self.env.reset(seed)
+
+    def step(self, action: str) -> StepResult:
+        obs, reward, terminated, truncated, info = self.env.step(action)
+        self.rewards.append(reward)
+        if terminated or truncated:
+            info = {**info, "episode": self.summary()}
+        return obs, reward, terminated, truncated, info
+
+    def summary(self) -> dict[str, Any]:
+        """The statistics of the episode so far."""
+        return {
+            "turns": len(self.rewards),
+            "return": sum(self.rewards),
+            "discounted_return": discounted_return(self.rewards, self.gamma),
+            "gamma": self.gamma,
+            "rewards": list(self.rewards),
+        }

@@ -1,0 +1,32 @@
+"""``MaxTurns``: truncate an episode after a number of agent turns."""
+
+from __future__ import annotations
+
+from gem_eval.core import Env, ResetResult, StepResult, Wrapper
+
+
+class MaxTurns(Wrapper):
+    """End the episode with ``truncated=True`` after ``max_turns`` steps.
+
+    A step that terminates the episode on its own is left as it is. The info of the
+    step that truncates carries ``"truncated_by": "max_turns"``.
+    """
+
+    def __init__(self, env: Env, max_turns: int) -> None:
+        super().__init__(env)
+        if max_turns < 1:
+            raise ValueError("max_turns must be at least 1")
+        self.max_turns = max_turns
+        self.elapsed = 0
+
+    def reset(self, seed: int | None = None) -> ResetResult:
+        self.elapsed = 0
+        return self.env.reset(seed)
+
+    def step(self, action: str) -> StepResult:
+        obs, reward, terminated, truncated, info = self.env.step(action)
+        self.elapsed += 1
+        if self.elapsed >= self.max_turns and not (terminated or truncated):
+            truncated = True
+            info = {**info, "truncated_by": "max_turns"}
+        return obs, reward, terminated, truncated, info
