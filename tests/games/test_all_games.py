@@ -1,0 +1,87 @@
+"""Properties every registered game must have, checked on every ``game:*`` id."""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from gem_eval import list_envs, make
+from gem_eval.policies import OraclePolicy, RandomPolicy
+from gem_eval.rollout import rollout
+
+GAME_IDS = list_envs("game")
+ERRORS = {None, "format", "illegal"}
+
+# Words that make up real moves in the games, so fuzzing reaches the move logic.
+MOVE_WORDS = ["up", "down", "left", "right", "reveal", "flag", "A", "B", "C", "e", "crane"]
+actions = st.one_of(
+    st.text(max_size=30),
+    st.text(max_size=12).map(lambda t: f"\\boxed{{{t}}}"),
+    st.lists(
+        st.one_of(st.sampled_from(MOVE_WORDS), st.integers(-2, 12).map(str)), max_size=5
+    ).map(lambda ws: "\\boxed{" + " ".join(ws) + "}"),
+)
+
+
+def test_every_game_has_easy_hard_and_random_variants() -> None:
+    names = {i.split("-v0")[0] for i in GAME_IDS}
+    assert len(names) >= 9
+    for name in names:
+        for suffix in ("", "-easy", "-hard", "-random"):
+            assert f"{name}-v0{suffix}" in GAME_IDS
+
+
+@pytest.mark.parametrize("env_id", GAME_IDS)
+def test_reset_is_reproducible_from_the_seed(env_id: str) -> None:
+    a, b = make(env_id), make(env_id)
+    for seed in (0, 1, 17):
+        assert a.reset(seed) == b.reset(seed)
+    first = [a.reset(s)[0] for s in range(6)]
+    assert len(set(first)) > 1, "different seeds should give different games"
+    ep_a = rollout(a, OraclePolicy(), seed=3)
+    ep_b = rollout(b, OraclePolicy(), seed=3)
+    assert [t.action for t in ep_a.turns] == [t.action for t in ep_b.turns]
+
+
+@pytest.mark.parametrize("env_id", GAME_IDS)
+def test_oracle_solves_with_the_maximum_return(env_id: str) -> None:
+    env = make(env_id)
+    for seed in range(4):
+        episode = rollout(env, OraclePolicy(), seed=seed)
+        assert episode.success, f"seed {seed}: {episode.turns[-1].observation}"
+        assert len(episode.turns) <= env.max_turns  # type: ignore[attr-defined]
+        assert episode.total_return == pytest.approx(1.0)
+        assert all(t.info["error"] is None for t in episode.turns)
+        assert 0 < episode.discounted_return(0.9) <= 1.0
+
+
+@pytest.mark.parametrize("env_id", GAME_IDS)
+def test_random_play_ends_within_the_turn_limit(env_id: str) -> None:
+    env = make(env_id)
+    episode = rollout(env, RandomPolicy(seed=0), seed=0)
+    assert episode.done
+    assert len(episode.turns) <= env.max_turns  # type: ignore[attr-defined]
+    assert episode.total_return <= 1.0 + 1e-9
+
+
+@pytest.mark.parametrize("env_id", GAME_IDS)
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(moves=st.lists(actions, min_size=1, max_size=6), seed=st.integers(0, 2**31))
+def test_garbage_actions_never_raise(env_id: str, moves: list[str], seed: int) -> None:
+    env = make(env_id)
+    env.reset(seed)
+    total = 0.0
+    for move in moves:
+        obs, reward, terminated, truncated, info = env.step(move)
+        assert isinstance(obs, str) and obs
+        assert isinstance(reward, float)
+        total += reward
+        if terminated or truncated:
+            assert "success" in info
+            assert env.step(move)[4]["error"] == "episode_over"
+            break
+        assert info["error"] in ERRORS
+        if info["error"] is not None:
+            assert reward < 0
+    assert total <= 1.0 + 1e-9

@@ -1,0 +1,48 @@
+from __future__ import annotations
+
+import pytest
+
+from gem_eval import make
+from gem_eval.errors import UserError
+from gem_eval.policies import HumanPolicy, OraclePolicy, RandomPolicy, make_policy
+from gem_eval.rollout import rollout
+from tests.fakes import FakeEnv
+
+
+def test_oracle_rollout_solves_and_records_every_turn() -> None:
+    seen: list[int] = []
+    env = make("game:GuessTheNumber-v0-hard")
+    episode = rollout(env, OraclePolicy(), seed=2, on_turn=lambda e: seen.append(len(e.turns)))
+    assert episode.success and episode.done
+    assert episode.total_return == pytest.approx(1.0)
+    assert seen == list(range(len(episode.turns) + 1))
+    assert episode.env_id == "game:GuessTheNumber-v0-hard"
+
+
+def test_random_policy_is_seeded_and_leaves_the_env_rng_alone() -> None:
+    env = make("game:GuessTheNumber-v0")
+    a = rollout(env, RandomPolicy(seed=1), seed=4)
+    b = rollout(env, RandomPolicy(seed=1), seed=4)
+    assert [t.action for t in a.turns] == [t.action for t in b.turns]
+    env.reset(4)
+    secret = env.secret  # type: ignore[attr-defined]
+    rollout(env, RandomPolicy(seed=99), seed=4)
+    assert env.secret == secret  # type: ignore[attr-defined]
+
+
+def test_human_policy_reads_answers() -> None:
+    answers = iter(["\\boxed{5}", "\\boxed{8}", "\\boxed{9}", "\\boxed{10}", "\\boxed{1}"])
+    episode = rollout(make("game:GuessTheNumber-v0-easy"), HumanPolicy(lambda _: next(answers)), 0)
+    assert episode.turns[0].action == "\\boxed{5}"
+
+
+def test_policy_errors_are_user_errors() -> None:
+    with pytest.raises(UserError, match="unknown policy"):
+        make_policy("smart")
+    with pytest.raises(UserError, match="no oracle"):
+        rollout(FakeEnv(), OraclePolicy())
+
+
+def test_rollout_stops_at_its_safety_limit() -> None:
+    episode = rollout(FakeEnv(length=10**6), lambda obs, env: "a", seed=0, max_turns=5)
+    assert len(episode.turns) == 5 and not episode.done
