@@ -10,10 +10,26 @@ The public API::
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, Any
+
 from gem_eval._version import __version__
 from gem_eval.core import Env, Wrapper
 from gem_eval.registration import EnvSpec, list_envs, make, register, spec
-from gem_eval.vector import AsyncVectorEnv, AutoresetMode, SyncVectorEnv, VectorEnv, make_vec
+
+if TYPE_CHECKING:
+    from gem_eval.vector import AsyncVectorEnv, AutoresetMode, SyncVectorEnv, VectorEnv, make_vec
+
+_LAZY = {"AsyncVectorEnv", "AutoresetMode", "SyncVectorEnv", "VectorEnv", "make_vec"}
+
+
+def __getattr__(name: str) -> Any:
+    # The vector envs pull in asyncio; load them on first use to keep the CLI start fast.
+    if name in _LAZY:
+        from gem_eval import vector
+
+        return getattr(vector, name)
+    raise AttributeError(f"module 'gem_eval' has no attribute {name!r}")
+
 
 __all__ = [
     "AsyncVectorEnv",

@@ -17,7 +17,6 @@ Everything beyond ``reset``/``step`` (turn limits, chat history, statistics, too
 
 from __future__ import annotations
 
-import asyncio
 import random
 from abc import ABC, abstractmethod
 from typing import Any, ClassVar
@@ -74,12 +73,16 @@ class Env(ABC):
     async def areset(self, seed: int | None = None) -> ResetResult:
         """Async :meth:`reset`; runs in a thread when the env is ``blocking``."""
         if self.blocking:
+            import asyncio  # not at module level: it slows every CLI start
+
             return await asyncio.to_thread(self.reset, seed)
         return self.reset(seed)
 
     async def astep(self, action: str) -> StepResult:
         """Async :meth:`step`; runs in a thread when the env is ``blocking``."""
         if self.blocking:
+            import asyncio
+
             return await asyncio.to_thread(self.step, action)
         return self.step(action)
 

@@ -1,8 +1,9 @@
 """Steps sub-envs concurrently on an asyncio event loop.
 
-Sub-envs that are not ``blocking`` run their (async) ``astep`` on the loop; ``blocking``
-sub-envs (containers, servers) run their ``step`` in a thread pool, so a slow one never
-holds up the others. Submitting and waiting are separate calls::
+Sub-envs with async methods of their own run ``astep`` as tasks on the loop;
+``blocking`` sub-envs (containers, servers) run ``step`` in a thread pool, so a slow one
+never holds up the others; plain pure-Python sub-envs are stepped directly, which costs
+no more than a :class:`~gem_eval.vector.SyncVectorEnv`. Submitting and waiting are separate calls::
 
     vec.step_async(actions)       # schedule (inside a running loop)
     obs, rewards, ... = await vec.step_wait()
@@ -14,7 +15,7 @@ loop for callers without one.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Coroutine, Mapping, Sequence
+from collections.abc import Callable, Coroutine, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from enum import Enum
 from typing import Any
@@ -62,20 +63,20 @@ class AsyncVectorEnv(VectorEnv):
         self._executor: ThreadPoolExecutor | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
         self.state = AsyncState.IDLE
-        self._pending: asyncio.Future[list[Any]] | None = None
-        self._pending_pairs: list[tuple[int, str]] = []
-        self._pending_partial = False
+        self._inline = [
+            not env.blocking and type(env).astep is Env.astep and type(env).areset is Env.areset
+            for env in self.envs
+        ]
+        self._jobs: list[tuple[int, Any]] = []
+        self._pending: tuple[list[Any], list[int], asyncio.Future[list[Any]] | None] | None = None
+        self._partial = False
 
     # ------------------------------------------------------- submit / wait
     def reset_async(self, seed: Seeds = None, *, indices: Sequence[int] | None = None) -> None:
         """Schedule a reset (inside a running loop); collect it with :meth:`reset_wait`."""
         targets = list(range(self.num_envs)) if indices is None else list(indices)
-        seeds = self._seeds(seed, targets)
-        self._submit(
-            AsyncState.WAITING_RESET,
-            [self._reset_one(i, s) for i, s in zip(targets, seeds)],
-        )
-        self._pending_pairs = [(i, "") for i in targets]
+        jobs = list(zip(targets, self._seeds(seed, targets)))
+        self._submit(AsyncState.WAITING_RESET, jobs, self._reset_sync, self._reset_one)
 
     async def reset_wait(self) -> VectorResetResult:
         """Wait for the reset scheduled by :meth:`reset_async`."""
@@ -84,13 +85,13 @@ class AsyncVectorEnv(VectorEnv):
     def step_async(self, actions: Actions) -> None:
         """Schedule a step (inside a running loop); collect it with :meth:`step_wait`."""
         pairs = self._indices(actions)
-        self._submit(AsyncState.WAITING_STEP, [self._step_one(i, a) for i, a in pairs])
-        self._pending_pairs, self._pending_partial = pairs, isinstance(actions, Mapping)
+        self._submit(AsyncState.WAITING_STEP, pairs, self._step_sync, self._step_one)
+        self._partial = isinstance(actions, Mapping)
 
     async def step_wait(self) -> VectorStepResult | PartialStepResult:
         """Wait for the step scheduled by :meth:`step_async`."""
-        results = await self._wait(AsyncState.WAITING_STEP)
-        return self._pack_step(self._pending_pairs, results, self._pending_partial)
+        pairs = self._jobs
+        return self._pack_step(pairs, await self._wait(AsyncState.WAITING_STEP), self._partial)
 
     async def areset(
         self, seed: Seeds = None, *, indices: Sequence[int] | None = None
@@ -106,10 +107,16 @@ class AsyncVectorEnv(VectorEnv):
     def reset(
         self, seed: Seeds = None, *, indices: Sequence[int] | None = None
     ) -> VectorResetResult:
+        self._check_no_running_loop()
+        if all(self._inline):  # nothing would overlap: skip the event loop
+            return self._reset_all_sync(seed, indices)
         result: VectorResetResult = self._run(self.areset(seed, indices=indices))
         return result
 
     def step(self, actions: Actions) -> VectorStepResult | PartialStepResult:
+        self._check_no_running_loop()
+        if all(self._inline) and self.state is AsyncState.IDLE:
+            return self._step_all_sync(actions)
         result: VectorStepResult | PartialStepResult = self._run(self.astep(actions))
         return result
 
@@ -123,40 +130,64 @@ class AsyncVectorEnv(VectorEnv):
             self._loop.close()
 
     # ------------------------------------------------------- internals
-    def _run(self, coro: Coroutine[Any, Any, Any]) -> Any:
+    @staticmethod
+    def _check_no_running_loop() -> None:
         try:
             asyncio.get_running_loop()
         except RuntimeError:
-            pass
-        else:
-            coro.close()
-            raise VectorEnvStateError(
-                "reset()/step() cannot run inside an event loop: use await areset()/astep()"
-            )
+            return
+        raise VectorEnvStateError(
+            "reset()/step() cannot run inside an event loop: use await areset()/astep()"
+        )
+
+    def _run(self, coro: Coroutine[Any, Any, Any]) -> Any:
         if self._loop is None:
             self._loop = asyncio.new_event_loop()
         return self._loop.run_until_complete(coro)
 
-    def _submit(self, state: AsyncState, coros: list[Coroutine[Any, Any, Any]]) -> None:
+    def _submit(
+        self,
+        state: AsyncState,
+        jobs: Sequence[tuple[int, Any]],
+        run_inline: Callable[[int, Any], Any],
+        run_async: Callable[[int, Any], Coroutine[Any, Any, Any]],
+    ) -> None:
+        """Start ``jobs``: plain sub-envs run now, the others as tasks on the loop.
+
+        A sub-env that neither blocks nor has async methods of its own would only
+        run inline inside a task anyway; calling it directly saves the task.
+        """
         if self.state is not AsyncState.IDLE:
-            for c in coros:
-                c.close()
             raise VectorEnvStateError(f"cannot submit while {self.state.value}")
-        self._pending = asyncio.gather(*coros, return_exceptions=True)
+        results: list[Any] = [None] * len(jobs)
+        coros, slots = [], []
+        for pos, (i, arg) in enumerate(jobs):
+            if self._inline[i]:
+                try:
+                    results[pos] = run_inline(i, arg)
+                except VectorEnvError as exc:
+                    results[pos] = exc.original
+            else:
+                coros.append(run_async(i, arg))
+                slots.append(pos)
+        gathered = asyncio.gather(*coros, return_exceptions=True) if coros else None
+        self._jobs, self._pending = list(jobs), (results, slots, gathered)
         self.state = state
 
     async def _wait(self, state: AsyncState) -> list[Any]:
         if self.state is not state or self._pending is None:
             raise VectorEnvStateError(f"nothing to wait for in state {self.state.value}")
+        results, slots, gathered = self._pending
         try:
-            results = await self._pending
+            if gathered is not None:
+                for pos, result in zip(slots, await gathered):
+                    results[pos] = result
         finally:
             self.state, self._pending = AsyncState.IDLE, None
-        errors = [(i, r) for i, r in enumerate(results) if isinstance(r, BaseException)]
+        errors = [(pos, r) for pos, r in enumerate(results) if isinstance(r, BaseException)]
         if errors:
             pos, exc = errors[0]
-            index = self._pending_pairs[pos][0]
-            raise VectorEnvError(index, exc, others=len(errors) - 1) from exc
+            raise VectorEnvError(self._jobs[pos][0], exc, others=len(errors) - 1) from exc
         return results
 
     async def _reset_one(self, i: int, seed: int | None) -> ResetResult:

@@ -2,11 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-from typing import Any
+from collections.abc import Sequence
 
-from gem_eval.core import ResetResult, StepResult
-from gem_eval.errors import VectorEnvError
 from gem_eval.vector.vector_env import (
     Actions,
     PartialStepResult,
@@ -27,31 +24,7 @@ class SyncVectorEnv(VectorEnv):
     def reset(
         self, seed: Seeds = None, *, indices: Sequence[int] | None = None
     ) -> VectorResetResult:
-        targets = list(range(self.num_envs)) if indices is None else list(indices)
-        results = [
-            self._after_reset(i, self._call(i, self.envs[i].reset, s))
-            for i, s in zip(targets, self._seeds(seed, targets))
-        ]
-        return self._pack_reset(results)
+        return self._reset_all_sync(seed, indices)
 
     def step(self, actions: Actions) -> VectorStepResult | PartialStepResult:
-        pairs = self._indices(actions)
-        results = [self._step_one(i, action) for i, action in pairs]
-        return self._pack_step(pairs, results, partial=isinstance(actions, Mapping))
-
-    def _step_one(self, i: int, action: str) -> StepResult:
-        env = self.envs[i]
-        if self._pending_reset[i]:
-            return self._next_step_reset(self._after_reset(i, self._call(i, env.reset, None)))
-        result: StepResult = self._call(i, env.step, action)
-        if self._ends_episode(i, result):
-            reset: ResetResult = self._call(i, env.reset, None)
-            return self._same_step_reset(result, reset)
-        return result
-
-    @staticmethod
-    def _call(i: int, fn: Any, arg: Any) -> Any:
-        try:
-            return fn(arg)
-        except Exception as exc:
-            raise VectorEnvError(i, exc) from exc
+        return self._step_all_sync(actions)

@@ -34,6 +34,7 @@ from enum import Enum
 from typing import Any
 
 from gem_eval.core import Env, ResetResult, StepResult
+from gem_eval.errors import VectorEnvError
 
 VectorResetResult = tuple[list[str], list[dict[str, Any]]]
 VectorStepResult = tuple[list[str], list[float], list[bool], list[bool], list[dict[str, Any]]]
@@ -42,6 +43,14 @@ PartialStepResult = tuple[
 ]
 Actions = Sequence[str] | Mapping[int, str]
 Seeds = int | Sequence[int | None] | None
+
+
+def _call(i: int, fn: Any, arg: Any) -> Any:
+    """``fn(arg)``, re-raising any exception as a :class:`VectorEnvError` for sub-env ``i``."""
+    try:
+        return fn(arg)
+    except Exception as exc:
+        raise VectorEnvError(i, exc) from exc
 
 
 class AutoresetMode(str, Enum):
@@ -129,6 +138,32 @@ class VectorEnv(ABC):
 
     def _after_reset(self, i: int, result: ResetResult) -> ResetResult:
         self._pending_reset[i] = False
+        return result
+
+    def _reset_all_sync(self, seed: Seeds, indices: Sequence[int] | None) -> VectorResetResult:
+        """Reset the sub-envs one after another in this thread."""
+        targets = list(range(self.num_envs)) if indices is None else list(indices)
+        seeds = self._seeds(seed, targets)
+        return self._pack_reset([self._reset_sync(i, s) for i, s in zip(targets, seeds)])
+
+    def _step_all_sync(self, actions: Actions) -> VectorStepResult | PartialStepResult:
+        """Step the sub-envs one after another in this thread."""
+        pairs = self._indices(actions)
+        results = [self._step_sync(i, action) for i, action in pairs]
+        return self._pack_step(pairs, results, partial=isinstance(actions, Mapping))
+
+    def _reset_sync(self, i: int, seed: int | None) -> ResetResult:
+        """Reset sub-env ``i`` in this thread."""
+        return self._after_reset(i, _call(i, self.envs[i].reset, seed))
+
+    def _step_sync(self, i: int, action: str) -> StepResult:
+        """Step sub-env ``i`` in this thread, autoresetting as the mode says."""
+        env = self.envs[i]
+        if self._pending_reset[i]:
+            return self._next_step_reset(self._reset_sync(i, None))
+        result: StepResult = _call(i, env.step, action)
+        if self._ends_episode(i, result):
+            return self._same_step_reset(result, _call(i, env.reset, None))
         return result
 
     def _next_step_reset(self, result: ResetResult) -> StepResult:

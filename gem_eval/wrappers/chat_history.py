@@ -33,7 +33,7 @@ class ChatHistory(Wrapper):
         return obs, info
 
     def step(self, action: str) -> StepResult:
-        obs, reward, terminated, truncated, info = self.env.step(action)
+        result = self.env.step(action)
         self.messages.append({"role": "assistant", "content": action})
-        self.messages.append({"role": "user", "content": obs})
-        return obs, reward, terminated, truncated, info
+        self.messages.append({"role": "user", "content": result[0]})
+        return result

@@ -40,11 +40,12 @@ class EpisodeStats(Wrapper):
         return self.env.reset(seed)
 
     def step(self, action: str) -> StepResult:
-        obs, reward, terminated, truncated, info = self.env.step(action)
-        self.rewards.append(reward)
-        if terminated or truncated:
-            info = {**info, "episode": self.summary()}
-        return obs, reward, terminated, truncated, info
+        result = self.env.step(action)
+        self.rewards.append(result[1])
+        if not (result[2] or result[3]):
+            return result
+        obs, reward, terminated, truncated, info = result
+        return obs, reward, terminated, truncated, {**info, "episode": self.summary()}
 
     def summary(self) -> dict[str, Any]:
         """The statistics of the episode so far."""

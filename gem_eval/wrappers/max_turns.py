@@ -24,9 +24,9 @@ class MaxTurns(Wrapper):
         return self.env.reset(seed)
 
     def step(self, action: str) -> StepResult:
-        obs, reward, terminated, truncated, info = self.env.step(action)
+        result = self.env.step(action)
         self.elapsed += 1
-        if self.elapsed >= self.max_turns and not (terminated or truncated):
-            truncated = True
-            info = {**info, "truncated_by": "max_turns"}
-        return obs, reward, terminated, truncated, info
+        if self.elapsed < self.max_turns or result[2] or result[3]:
+            return result  # the hot path: pass the tuple on untouched
+        obs, reward, terminated, _, info = result
+        return obs, reward, terminated, True, {**info, "truncated_by": "max_turns"}

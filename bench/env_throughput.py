@@ -1,0 +1,101 @@
+"""Env throughput: sync vs async vector envs, and the cost of the wrapper stack.
+
+Run: ``.venv/bin/python bench/env_throughput.py``. Prints figures measured in this one
+run; compare the ratios, not the absolute numbers. The two sides of each ratio run
+alternately, best of REPEATS each, timed in process CPU time, so that load from other
+processes on this shared machine skews neither side.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Callable
+
+from gem_eval import make, make_vec
+from gem_eval.core import Env
+from gem_eval.wrappers import ChatHistory, EpisodeStats, MaxTurns
+
+ENV_ID = "game:GuessTheNumber-v0"
+REPEATS = 5
+
+
+def best_of_alternating(a: Callable[[], int], b: Callable[[], int]) -> tuple[float, float]:
+    """Highest steps per CPU-second of ``a`` and of ``b`` (each returns its step count)."""
+    best = [0.0, 0.0]
+    for _ in range(REPEATS):
+        for k, fn in enumerate((a, b)):
+            start = time.process_time()
+            steps = fn()
+            best[k] = max(best[k], steps / max(time.process_time() - start, 1e-9))
+    return best[0], best[1]
+
+
+def vector_loop(mode: str, n: int, total: int = 20_000) -> Callable[[], int]:
+    vec = make_vec(ENV_ID, n, seed=0, mode=mode)  # type: ignore[arg-type]
+    vec.reset()
+    oracles = [env.unwrapped.oracle_action for env in vec.envs]  # type: ignore[attr-defined]
+
+    def run() -> int:
+        for _ in range(total // n):
+            vec.step([oracle() for oracle in oracles])
+        return (total // n) * n
+
+    return run
+
+
+def awaited_vector_loop(n: int, total: int = 20_000) -> Callable[[], int]:
+    """The async vector env driven from a caller's own event loop (``await astep``)."""
+    vec = make_vec(ENV_ID, n, seed=0, mode="async")
+    vec.reset()
+    oracles = [env.unwrapped.oracle_action for env in vec.envs]  # type: ignore[attr-defined]
+
+    async def drive() -> None:
+        for _ in range(total // n):
+            await vec.astep([oracle() for oracle in oracles])  # type: ignore[attr-defined]
+
+    def run() -> int:
+        asyncio.run(drive())
+        return (total // n) * n
+
+    return run
+
+
+def episode_steps(env: Env, episodes: int = 3_000) -> Callable[[], int]:
+    oracle = env.unwrapped.oracle_action  # type: ignore[attr-defined]
+
+    def run() -> int:
+        steps = 0
+        for seed in range(episodes):
+            env.reset(seed)
+            while True:
+                steps += 1
+                *_, terminated, truncated, _ = env.step(oracle())
+                if terminated or truncated:
+                    break
+        return steps
+
+    return run
+
+
+def main() -> None:
+    print(f"vector throughput, {ENV_ID} driven by its oracle (sub-env steps per second)")
+    header = f"{'n':>4} {'sync':>9} {'async':>9} {'ratio':>6} {'awaited':>9} {'ratio':>6}"
+    print(header + "   (ratio: async/sync; awaited: `await astep` in a caller's loop)")
+    for n in (1, 8, 64):
+        sync, asyn = best_of_alternating(vector_loop("sync", n), vector_loop("async", n))
+        _, awaited = best_of_alternating(vector_loop("sync", n), awaited_vector_loop(n))
+        print(
+            f"{n:>4} {sync:>9.0f} {asyn:>9.0f} {asyn / sync:>6.2f} "
+            f"{awaited:>9.0f} {awaited / sync:>6.2f}"
+        )
+
+    stack = MaxTurns(EpisodeStats(ChatHistory(make(ENV_ID)), gamma=0.99), max_turns=50)
+    bare, wrapped = best_of_alternating(episode_steps(make(ENV_ID)), episode_steps(stack))
+    overhead = bare / wrapped - 1
+    print("\nwrapper stack MaxTurns(EpisodeStats(ChatHistory(env))), single env, oracle loop")
+    print(f"bare {bare:.0f} steps/s, wrapped {wrapped:.0f} steps/s: +{overhead:.1%} time per step")
+
+
+if __name__ == "__main__":
+    main()
