@@ -128,13 +128,17 @@ def make(id: str, **overrides: Any) -> Env:
 
     Raises:
         UnknownEnvError: ``id`` is not registered.
-        EnvArgumentError: An override is not a parameter of the env.
+        EnvArgumentError: An override is not a parameter of the env, or the env
+            rejected its value.
     """
     env_spec = spec(id)
     factory = env_spec.load()
     kwargs = {**env_spec.kwargs, **overrides}
     _check_kwargs(env_spec.id, factory, kwargs)
-    env = factory(**kwargs)
+    try:
+        env = factory(**kwargs)
+    except ValueError as exc:  # a setting out of range: the caller's mistake
+        raise EnvArgumentError(f"{env_spec.id}: {exc}") from exc
     env.spec = env_spec
     return env
 

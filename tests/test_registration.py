@@ -117,3 +117,8 @@ def test_listing_does_not_import_game_modules() -> None:
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "False"
+
+
+def test_out_of_range_setting_is_an_argument_error() -> None:
+    with pytest.raises(EnvArgumentError, match="game:GuessTheNumber-v0: max_turns must be at least 1"):
+        make("game:GuessTheNumber-v0", max_turns=0)

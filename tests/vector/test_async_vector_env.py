@@ -90,10 +90,29 @@ def test_submit_and_wait_are_separate_and_state_is_named() -> None:
 
 def test_every_failure_is_counted_and_the_first_index_named() -> None:
     vec = AsyncVectorEnv([FakeEnv(), FakeEnv(fail_at=1), FakeEnv(fail_at=1)])
+
+    async def main() -> None:
+        await vec.areset(seed=0)
+        with pytest.raises(VectorEnvError) as err:
+            await vec.astep(["a"] * 3)
+        assert err.value.index == 1
+        assert "1 other sub-env(s) also failed" in str(err.value)
+        assert vec.state is AsyncState.IDLE  # usable again after the error
+        obs, *_ = await vec.astep({0: "b"})
+        assert obs == {0: "b@2"}
+
+    asyncio.run(main())
+    vec.close()
+
+
+class BlockingFailEnv(FakeEnv):
+    blocking = True
+
+
+def test_a_failing_blocking_env_is_named_too() -> None:
+    vec = AsyncVectorEnv([BlockingFailEnv(), BlockingFailEnv(fail_at=1)])
     vec.reset(seed=0)
     with pytest.raises(VectorEnvError) as err:
-        vec.step(["a"] * 3)
-    assert err.value.index == 1
-    assert "1 other sub-env(s) also failed" in str(err.value)
-    assert vec.state is AsyncState.IDLE  # usable again after the error
+        vec.step(["a", "a"])
+    assert err.value.index == 1 and isinstance(err.value.__cause__, RuntimeError)
     vec.close()

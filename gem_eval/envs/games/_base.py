@@ -73,6 +73,8 @@ class GameEnv(Env, Generic[MoveT]):
         super().__init__()
         if not 0.0 <= progress_weight <= 1.0:
             raise ValueError("progress_weight must lie in [0, 1]")
+        if max_turns is not None and max_turns < 1:
+            raise ValueError("max_turns must be at least 1")
         self.max_turns_setting = max_turns
         self.max_turns = max_turns or 1
         self.progress_weight = progress_weight
@@ -120,7 +122,8 @@ class GameEnv(Env, Generic[MoveT]):
     def reset(self, seed: int | None = None) -> ResetResult:
         super().reset(seed)
         default_turns = self._new_game()
-        self.max_turns = self.max_turns_setting or default_turns
+        setting = self.max_turns_setting
+        self.max_turns = default_turns if setting is None else setting
         self.turn = 0
         self.done = False
         self._p0 = self._raw_progress()
