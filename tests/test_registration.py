@@ -54,7 +54,7 @@ def test_register_make_and_override_defaults(scratch_ids: None) -> None:
 
 def test_bad_override_names_the_parameter(scratch_ids: None) -> None:
     register("test:Fake-v0", FakeEnv)
-    with pytest.raises(EnvArgumentError, match="no parameter 'lenght'.*length"):
+    with pytest.raises(EnvArgumentError, match=r"no parameter 'lenght'.*length"):
         make("test:Fake-v0", lenght=3)
 
 
@@ -65,7 +65,9 @@ def test_game_override_checks_base_class_parameters() -> None:
         make("game:GuessTheNumber-v0", max_numbr=3)
 
 
-@pytest.mark.parametrize("bad", ["Wordle", "game:Wordle", "game:-v0", "game:Wordle-v0-", "a:b:C-v0"])
+@pytest.mark.parametrize(
+    "bad", ["Wordle", "game:Wordle", "game:-v0", "game:Wordle-v0-", "a:b:C-v0"]
+)
 def test_malformed_ids_are_rejected(bad: str, scratch_ids: None) -> None:
     with pytest.raises(RegistrationError):
         register(bad, FakeEnv)
@@ -120,5 +122,6 @@ def test_listing_does_not_import_game_modules() -> None:
 
 
 def test_out_of_range_setting_is_an_argument_error() -> None:
-    with pytest.raises(EnvArgumentError, match="game:GuessTheNumber-v0: max_turns must be at least 1"):
+    message = "game:GuessTheNumber-v0: max_turns must be at least 1"
+    with pytest.raises(EnvArgumentError, match=message):
         make("game:GuessTheNumber-v0", max_turns=0)

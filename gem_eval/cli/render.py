@@ -56,7 +56,9 @@ class TranscriptPrinter:
         for n, turn in enumerate(episode.turns[self.shown :], start=self.shown + 1):
             console.print(f"[bold magenta]agent[/] (turn {n}): {escape(turn.action)}")
             status = "terminated" if turn.terminated else "truncated" if turn.truncated else ""
-            title = f"env  reward {turn.reward:+.3f}" + (f"  {escape(f'[{status}]')}" if status else "")
+            title = f"env  reward {turn.reward:+.3f}"
+            if status:
+                title += escape(f"  [{status}]")
             console.print(Panel(escape(turn.observation), title=title, title_align="left"))
         self.shown = len(episode.turns)
 

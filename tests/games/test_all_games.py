@@ -20,9 +20,9 @@ MOVE_WORDS = ["up", "down", "left", "right", "reveal", "flag", "A", "B", "C", "e
 actions = st.one_of(
     st.text(max_size=30),
     st.text(max_size=12).map(lambda t: f"\\boxed{{{t}}}"),
-    st.lists(
-        st.one_of(st.sampled_from(MOVE_WORDS), st.integers(-2, 12).map(str)), max_size=5
-    ).map(lambda ws: "\\boxed{" + " ".join(ws) + "}"),
+    st.lists(st.one_of(st.sampled_from(MOVE_WORDS), st.integers(-2, 12).map(str)), max_size=5).map(
+        lambda ws: "\\boxed{" + " ".join(ws) + "}"
+    ),
 )
 
 

@@ -10,7 +10,8 @@ import pytest
 
 from gem_eval.envs.games import fifteen_puzzle
 from gem_eval.envs.games._base import MoveError
-from gem_eval.envs.games.fifteen_puzzle import FifteenPuzzleEnv, parse_direction
+from gem_eval.envs.games._parsing import parse_direction
+from gem_eval.envs.games.fifteen_puzzle import FifteenPuzzleEnv
 from gem_eval.registration import make
 
 VARIANTS = ["", "-easy", "-hard", "-random"]

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from gem_eval.envs.games._base import MoveError
-from gem_eval.envs.games.fifteen_puzzle import DIRECTIONS
+from gem_eval.envs.games._parsing import DIRECTIONS
 from gem_eval.envs.games.game_2048 import Game2048Env, merge_line, slide
 from gem_eval.registration import make
 

@@ -145,7 +145,7 @@ def test_close_closes_every_sub_env(vec_cls: MakeVec) -> None:
 
 def test_make_vec_seeds_and_mixed_ids() -> None:
     vec = make_vec("game:GuessTheNumber-v0", 3, seed=5)
-    obs, _ = vec.reset()
+    vec.reset()
     secrets = [e.unwrapped.secret for e in vec.envs]  # type: ignore[attr-defined]
     env = make_vec("game:GuessTheNumber-v0", 1).envs[0]
     expected = []

@@ -15,7 +15,7 @@ def test_max_turns_truncates_and_marks_the_step() -> None:
     env.reset(0)
     results = run_to_end(env)
     assert len(results) == 3
-    *_, (obs, reward, terminated, truncated, info) = results
+    *_, (_, _, terminated, truncated, info) = results
     assert (terminated, truncated, info["truncated_by"]) == (False, True, "max_turns")
     env.reset()
     assert len(run_to_end(env)) == 3  # the count restarts with the episode

@@ -10,15 +10,11 @@ from __future__ import annotations
 
 import heapq
 import random
-import re
 from itertools import count
 
-from gem_eval.envs.games._base import GameEnv, IllegalMove, MoveError, Outcome
+from gem_eval.envs.games._base import GameEnv, IllegalMove, Outcome
+from gem_eval.envs.games._parsing import DIRECTIONS, parse_direction
 
-DIRECTIONS = ("up", "down", "left", "right")
-_ALIASES = {"u": "up", "d": "down", "l": "left", "r": "right"}
-_ARROWS = {"↑": "up", "↓": "down", "←": "left", "→": "right"}
-_WORD = re.compile(r"[a-z]+")
 # Where the blank goes when a tile slides in a direction: the tile comes from the opposite side.
 _BLANK_STEP = {"up": (1, 0), "down": (-1, 0), "left": (0, 1), "right": (0, -1)}
 _SEARCH_BUDGET = 200_000  # IDA* node expansions per oracle call before weighted A* takes over
@@ -240,18 +236,3 @@ def _weighted_a_star(board: Board, n: int, weight: float = 2.0) -> list[str]:
         moves.append(move)
         link = parent[state]
     return moves[::-1]
-
-
-def parse_direction(text: str) -> str:
-    """Read one of up/down/left/right (also u/d/l/r or an arrow) from ``text``.
-
-    Raises:
-        MoveError: No direction, or more than one different one.
-    """
-    lowered = text.lower()
-    words: list[str] = _WORD.findall(lowered)
-    found = {_ALIASES.get(w, w) for w in words} & set(DIRECTIONS)
-    found |= {name for arrow, name in _ARROWS.items() if arrow in lowered}
-    if len(found) != 1:
-        raise MoveError("expected one direction: up, down, left or right")
-    return found.pop()

@@ -16,7 +16,7 @@ import math
 import random
 
 from gem_eval.envs.games._base import GameEnv, IllegalMove, Outcome
-from gem_eval.envs.games.fifteen_puzzle import DIRECTIONS, parse_direction
+from gem_eval.envs.games._parsing import DIRECTIONS, parse_direction
 
 SIZE = 4
 Board = tuple[int, ...]  # row-major, 0 is an empty cell

@@ -10,16 +10,14 @@ revealed, so every reveal earns a dense reward in proportion to what it uncovere
 from __future__ import annotations
 
 import random
-import re
 from collections.abc import Iterable
 
 from gem_eval.envs.games._base import GameEnv, IllegalMove, MoveError, Outcome
+from gem_eval.envs.games._parsing import tokenize
 
 Cell = tuple[int, int]
 Move = tuple[str, int, int]  # (verb, row, column); verb is "reveal", "flag" or "unflag"
 
-_PUNCT = re.compile(r"[\s,;:()\[\]=]+")
-_TOKEN = re.compile(r"[a-z]+|[0-9]+")
 _VERBS = {"reveal": "reveal", "open": "reveal", "click": "reveal", "dig": "reveal"}
 _VERBS |= {"flag": "flag", "mark": "flag", "unflag": "unflag", "unmark": "unflag"}
 _FILLERS = {"r", "c", "row", "col", "column", "at", "cell"}
@@ -113,15 +111,12 @@ class MinesweeperEnv(GameEnv[Move]):
         return "F" if cell in self.flags else "."
 
     def _parse(self, text: str) -> Move:
-        plain = _PUNCT.sub(" ", text.lower()).strip()
-        if not re.fullmatch(r"[a-z0-9 ]*", plain):
-            raise MoveError("expected 'reveal R C' or 'flag R C'")
-        tokens = _TOKEN.findall(plain)
+        tokens = tokenize(text, "expected 'reveal R C' or 'flag R C'")
         words = [t for t in tokens if t.isalpha() and t not in _FILLERS]
         numbers = [t for t in tokens if t.isdigit()]
         if any(w not in _VERBS for w in words) or len(words) > 1:
             raise MoveError("the only actions are 'reveal R C' and 'flag R C'")
-        if len(numbers) != 2 or any(len(n) > 6 for n in numbers):
+        if len(numbers) != 2:
             raise MoveError("expected a row and a column number")
         verb = _VERBS[words[0]] if words else "reveal"
         return verb, int(numbers[0]), int(numbers[1])

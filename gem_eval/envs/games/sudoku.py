@@ -12,9 +12,9 @@ back.
 from __future__ import annotations
 
 import random
-import re
 
 from gem_eval.envs.games._base import GameEnv, IllegalMove, MoveError, Outcome
+from gem_eval.envs.games._parsing import tokenize
 from gem_eval.envs.games._sudoku_solver import make_puzzle, solutions
 
 # (row, column, value), 1-indexed as the agent writes them; value None erases the cell
@@ -23,8 +23,6 @@ Move = tuple[int, int, int | None]
 _BOX = {4: 2, 9: 3}
 _MIN_CLUES = {4: 4, 9: 25}  # 4 is the 4x4 minimum; below 25, 9x9 thinning gets slow
 _RANDOM_CLUES = {4: (6, 10), 9: (40, 55)}
-_PUNCT = re.compile(r"[\s,;:()\[\]=]+")
-_TOKEN = re.compile(r"[a-z]+|[0-9]+")
 _ERASE = {"clear", "erase", "delete", "remove"}
 _FILLERS = {"r", "c", "v", "row", "col", "column", "val", "value", "place", "put", "set", "at"}
 
@@ -105,16 +103,13 @@ class SudokuEnv(GameEnv[Move]):
         return "\n".join(lines)
 
     def _parse(self, text: str) -> Move:
-        plain = _PUNCT.sub(" ", text.lower()).strip()
-        if not re.fullmatch(r"[a-z0-9 ]*", plain):
-            raise MoveError("expected 'row column value'")
-        tokens = _TOKEN.findall(plain)
+        tokens = tokenize(text, "expected 'row column value'")
         erase = [t for t in tokens if t in _ERASE]
         unknown = [t for t in tokens if t.isalpha() and t not in _FILLERS | _ERASE]
         if unknown or len(erase) > 1:
             raise MoveError("write 'row column value' or 'clear row column'")
         digits = [t for t in tokens if t.isdigit()]
-        if len(digits) != (2 if erase else 3) or any(len(t) > 6 for t in digits):
+        if len(digits) != (2 if erase else 3):
             wanted = "a row and a column" if erase else "three numbers: row, column and value"
             raise MoveError(f"expected {wanted}")
         numbers = [int(t) for t in digits]
