@@ -60,7 +60,10 @@ class HumanPolicy:
         self.ask = ask
 
     def __call__(self, observation: str, env: Env) -> str:
-        return self.ask("your move> ")
+        try:
+            return self.ask("your move> ")
+        except EOFError:
+            raise UserError("input ended before the episode did") from None
 
 
 POLICY_NAMES = ("oracle", "random", "human")

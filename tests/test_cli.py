@@ -10,9 +10,13 @@ from gem_eval.cli.app import app
 runner = CliRunner()
 
 
-def run_cli(*args: str) -> subprocess.CompletedProcess[str]:
+def run_cli(*args: str, stdin: str = "") -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, "-m", "gem_eval", *args], capture_output=True, text=True, timeout=60
+        [sys.executable, "-m", "gem_eval", *args],
+        input=stdin,
+        capture_output=True,
+        text=True,
+        timeout=60,
     )
 
 
@@ -82,3 +86,23 @@ def test_help_imports_no_heavy_packages() -> None:
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert "HEAVY []" in out.stdout
+
+
+def test_play_as_a_human_reads_moves_from_stdin() -> None:
+    # Seed 0 of -easy hides 7: these four moves miss it, one of them unboxed.
+    moves = "\\boxed{5}\nno box\n\\boxed{8}\n\\boxed{6}\n"
+    result = run_cli(
+        "play", "game:GuessTheNumber-v0-easy", "--policy", "human", "--seed", "0", stdin=moves
+    )
+    assert result.returncode == 0, result.stderr
+    assert "5 is too low" in result.stdout
+    assert "Format error" in result.stdout
+    assert "Out of turns (4)" in result.stdout
+
+
+def test_human_input_ending_early_is_a_user_error() -> None:
+    result = run_cli(
+        "play", "game:GuessTheNumber-v0-easy", "--policy", "human", "--seed", "0", stdin=""
+    )
+    assert result.returncode == 2
+    assert result.stderr.strip() == "error: input ended before the episode did"
