@@ -143,23 +143,6 @@ def test_reset_is_reproducible_and_random_variant_draws_parameters() -> None:
     assert len(seen) >= 5
 
 
-@pytest.mark.parametrize("env_id", VARIANTS)
-def test_oracle_solves_every_variant(env_id: str) -> None:
-    env = make(env_id)
-    assert isinstance(env, MastermindEnv)
-    for seed in range(40):
-        env.reset(seed=seed)
-        total, done = 0.0, False
-        while not done:
-            _, reward, terminated, truncated, info = env.step(env.oracle_action())
-            assert info["error"] is None
-            total += reward
-            done = terminated or truncated
-        assert info["success"], (env_id, seed)
-        assert env.turn <= env.max_turns
-        assert total == pytest.approx(1.0)
-
-
 @settings(max_examples=300, deadline=None)
 @given(st.text())
 def test_parse_and_apply_only_raise_game_errors(text: str) -> None:
