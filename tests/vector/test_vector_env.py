@@ -1,4 +1,8 @@
-"""Sync and async vector envs, parametrized together: they must behave identically."""
+"""Sync and async vector envs, parametrized together: they must behave identically.
+
+``async`` steps the (plain) fake envs directly; ``async-threads`` marks them blocking, so
+every call goes through the event loop and the thread pool.
+"""
 
 from __future__ import annotations
 
@@ -14,11 +18,14 @@ from tests.fakes import FakeEnv
 MakeVec = Callable[..., VectorEnv]
 
 
-@pytest.fixture(params=["sync", "async"])
+@pytest.fixture(params=["sync", "async", "async-threads"])
 def vec_cls(request: pytest.FixtureRequest) -> MakeVec:
     cls = SyncVectorEnv if request.param == "sync" else AsyncVectorEnv
 
     def build(envs: Sequence[Env], **kwargs: object) -> VectorEnv:
+        if request.param == "async-threads":
+            for env in envs:
+                env.blocking = True  # type: ignore[misc]
         return cls(envs, **kwargs)  # type: ignore[arg-type]
 
     return build
