@@ -67,3 +67,27 @@ def did_you_mean(word: str, candidates: Iterable[str], n: int = 3) -> str:
     """A ``" Did you mean: a, b?"`` suffix, or ``""`` when nothing is close."""
     hits = closest(word, candidates, n)
     return f" Did you mean: {', '.join(hits)}?" if hits else ""
+
+
+class ModelCallError(GemEvalError):
+    """A model call failed for good (after any retries).
+
+    Attributes:
+        status: The HTTP status, when there was one.
+        transient: True when the failure was of a kind that is retried (rate limit,
+            5xx, timeout, connection, malformed reply) and the retries ran out: an
+            infrastructure failure, not the model's answer.
+        retries: How many retries were made before giving up.
+    """
+
+    def __init__(
+        self, message: str, *, status: int | None = None, transient: bool, retries: int = 0
+    ) -> None:
+        super().__init__(message)
+        self.status = status
+        self.transient = transient
+        self.retries = retries
+
+
+class MissingAPIKeyError(UserError):
+    """The provider of a model needs an API key that is not set."""

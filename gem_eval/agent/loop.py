@@ -1,0 +1,202 @@
+"""``run_episode``: drive a model through an env, turn by turn, with tools.
+
+reset -> [model -> tool calls -> tool results -> model ...] -> answer -> ``env.step``
+-> observation -> model ... until the env ends the episode or a limit does.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Sequence
+
+from gem_eval.agent import tool_calls
+from gem_eval.agent.limits import Limits
+from gem_eval.agent.redact import Redactor
+from gem_eval.agent.trajectory import Step, ToolEvent, Trajectory
+from gem_eval.core import Env
+from gem_eval.errors import ModelCallError
+from gem_eval.models.base import GenerateConfig, Message, Model, ModelOutput
+from gem_eval.tools.base import Tool
+
+
+async def run_episode(
+    env: Env,
+    model: Model,
+    tools: Sequence[Tool] = (),
+    limits: Limits | None = None,
+    *,
+    seed: int | None = None,
+    config: GenerateConfig | None = None,
+    tool_mode: str = "native",
+    system_prompt: str | None = None,
+    redactor: Redactor | None = None,
+) -> Trajectory:
+    """Play one episode of ``env`` with ``model``; return its full record.
+
+    Failures do not raise: they end the episode with an outcome (``model_error``,
+    ``env_error``, ``infra_error``) and the error message, redacted.
+
+    Args:
+        env: The env (reset here with ``seed``).
+        model: The model; ``generate`` is called once per turn.
+        tools: Tools offered to the model.
+        limits: Turn, token, time and cost limits.
+        seed: Passed to ``env.reset``.
+        config: Generation settings.
+        tool_mode: ``native`` (function calling) or ``text`` (calls written in the reply).
+        system_prompt: Optional system message (the text protocol's instructions are
+            appended to it in ``text`` mode).
+        redactor: Removes secrets from the record (default: a :class:`Redactor` over
+            the environment's key variables).
+    """
+    if tool_mode not in tool_calls.TOOL_MODES:
+        raise ValueError(f"tool_mode must be one of {tool_calls.TOOL_MODES}, not {tool_mode!r}")
+    episode = _Episode(env, model, list(tools), limits or Limits(), config or GenerateConfig())
+    episode.traj.seed, episode.traj.tool_mode = seed, tool_mode
+    start = time.monotonic()
+    try:
+        await episode.play(seed, tool_mode, system_prompt, start)
+    finally:
+        episode.traj.duration_s = time.monotonic() - start
+    return _redacted(episode.traj, redactor or Redactor())
+
+
+class _Episode:
+    """The state of one episode while it is played."""
+
+    def __init__(
+        self, env: Env, model: Model, tools: list[Tool], limits: Limits, config: GenerateConfig
+    ) -> None:
+        self.env, self.model, self.tools = env, model, tools
+        self.limits, self.config = limits, config
+        env_id = getattr(env.spec, "id", None) or str(env)
+        self.traj = Trajectory(env_id=env_id, model=model.name)
+
+    async def play(
+        self, seed: int | None, mode: str, system_prompt: str | None, start: float
+    ) -> None:
+        traj = self.traj
+        try:
+            obs, _ = await self.env.areset(seed)
+        except Exception as exc:
+            self._fail("env_error", exc)
+            return
+        traj.initial_observation = obs
+        system = system_prompt or ""
+        if mode == "text" and self.tools:
+            system = f"{system}\n\n{tool_calls.text_protocol_prompt(self.tools)}".strip()
+        if system:
+            traj.messages.append({"role": "system", "content": system})
+        traj.messages.append({"role": "user", "content": obs})
+        schemas = [t.schema() for t in self.tools] if mode == "native" and self.tools else None
+
+        while True:
+            limit = self.limits.exceeded(len(traj.steps), traj.usage, time.monotonic() - start)
+            if limit is not None:
+                traj.outcome, traj.truncated_by = "truncated", limit
+                return
+            output = await self._generate(schemas, start)
+            if output is None:
+                return
+            step = Step(index=len(traj.steps), output=output)
+            traj.steps.append(step)
+            calls = (
+                [tool_calls.from_native(c) for c in output.tool_calls]
+                if mode == "native"
+                else tool_calls.from_text(output.text, self.tools)
+            )
+            traj.messages.append(_assistant_message(output, mode))
+            if calls:
+                await self._run_tools(step, calls, mode)
+                continue
+            if await self._env_step(step, output.text):
+                return
+
+    async def _generate(
+        self, schemas: list[dict[str, object]] | None, start: float
+    ) -> ModelOutput | None:
+        """One model call, cut off at the time limit; ``None`` when the episode ended."""
+        traj = self.traj
+        remaining = None
+        if self.limits.max_time_s is not None:
+            remaining = self.limits.max_time_s - (time.monotonic() - start)
+        try:
+            output = await asyncio.wait_for(
+                self.model.generate(traj.messages, schemas, self.config), timeout=remaining
+            )
+        except asyncio.TimeoutError:
+            traj.outcome, traj.truncated_by = "truncated", "max_time"
+            return None
+        except ModelCallError as exc:
+            traj.retries += exc.retries
+            self._fail("infra_error" if exc.transient else "model_error", exc)
+            return None
+        except Exception as exc:  # a bug or an unexpected client failure: not the model's fault
+            self._fail("infra_error", exc)
+            return None
+        traj.usage = traj.usage + output.usage
+        traj.retries += output.retries
+        return output
+
+    async def _run_tools(self, step: Step, calls: list[tool_calls.ParsedCall], mode: str) -> None:
+        for call in calls:
+            began = time.monotonic()
+            result = await tool_calls.execute(call, self.tools)
+            step.tool_events.append(
+                ToolEvent(
+                    call_id=call.id,
+                    name=call.name,
+                    arguments=call.raw,
+                    output=result.output,
+                    is_error=result.is_error,
+                    latency_s=time.monotonic() - began,
+                )
+            )
+            if mode == "native":
+                self.traj.messages.append(
+                    {"role": "tool", "tool_call_id": call.id, "content": result.output}
+                )
+            else:
+                text = tool_calls.text_tool_response(call.name, result)
+                self.traj.messages.append({"role": "user", "content": text})
+
+    async def _env_step(self, step: Step, action: str) -> bool:
+        """Send the answer to the env; True when the episode is over."""
+        try:
+            obs, reward, terminated, truncated, info = await self.env.astep(action)
+        except Exception as exc:
+            self._fail("env_error", exc)
+            return True
+        step.action, step.observation, step.reward = action, obs, reward
+        step.terminated, step.truncated, step.info = terminated, truncated, info
+        if terminated or truncated:
+            self.traj.outcome = "completed"
+            self.traj.success = bool(info.get("success", terminated and reward > 0))
+            return True
+        self.traj.messages.append({"role": "user", "content": obs})
+        return False
+
+    def _fail(self, outcome: str, exc: BaseException) -> None:
+        self.traj.outcome = outcome  # type: ignore[assignment]
+        self.traj.error = f"{type(exc).__name__}: {exc}"
+
+
+def _assistant_message(output: ModelOutput, mode: str) -> Message:
+    message: Message = {"role": "assistant", "content": output.text}
+    if mode == "native" and output.tool_calls:
+        message["tool_calls"] = [
+            {
+                "id": c.id,
+                "type": "function",
+                "function": {"name": c.name, "arguments": c.arguments},
+            }
+            for c in output.tool_calls
+        ]
+    return message
+
+
+def _redacted(traj: Trajectory, redactor: Redactor) -> Trajectory:
+    text = traj.model_dump_json()
+    clean = redactor(text)
+    return traj if clean == text else Trajectory.model_validate_json(clean)

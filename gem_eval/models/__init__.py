@@ -1,0 +1,17 @@
+"""Models: the interface, a scripted model for tests, and API / local backends."""
+
+from __future__ import annotations
+
+from gem_eval.models.base import GenerateConfig, Message, Model, ModelOutput, ToolCall, Usage
+from gem_eval.models.scripted import ScriptedModel, tool_call
+
+__all__ = [
+    "GenerateConfig",
+    "Message",
+    "Model",
+    "ModelOutput",
+    "ScriptedModel",
+    "ToolCall",
+    "Usage",
+    "tool_call",
+]

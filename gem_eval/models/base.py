@@ -1,0 +1,135 @@
+"""The model interface: one async ``generate`` call, and the records it returns."""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from typing import Any
+
+from pydantic import BaseModel, Field
+
+Message = dict[str, Any]
+"""An OpenAI-style chat message (``role``, ``content``, optional ``tool_calls`` ...)."""
+
+ToolSchema = dict[str, Any]
+"""An OpenAI function-tool schema: ``{"type": "function", "function": {...}}``."""
+
+
+class ToolCall(BaseModel):
+    """One tool call as the model wrote it.
+
+    ``arguments`` stays the raw text the model produced (usually JSON): the agent loop
+    parses it, so that malformed arguments become an error message for the model.
+    """
+
+    id: str
+    name: str
+    arguments: str = "{}"
+
+
+class Usage(BaseModel):
+    """Token counts and cost of one or more model calls."""
+
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cached_tokens: int = 0
+    cost_usd: float | None = None
+
+    @property
+    def total_tokens(self) -> int:
+        return self.input_tokens + self.output_tokens
+
+    def __add__(self, other: Usage) -> Usage:
+        cost = None
+        if self.cost_usd is not None or other.cost_usd is not None:
+            cost = (self.cost_usd or 0.0) + (other.cost_usd or 0.0)
+        return Usage(
+            input_tokens=self.input_tokens + other.input_tokens,
+            output_tokens=self.output_tokens + other.output_tokens,
+            cached_tokens=self.cached_tokens + other.cached_tokens,
+            cost_usd=cost,
+        )
+
+
+class ModelOutput(BaseModel):
+    """What one ``generate`` call produced."""
+
+    text: str = ""
+    tool_calls: list[ToolCall] = Field(default_factory=list)
+    finish_reason: str | None = None
+    usage: Usage = Field(default_factory=Usage)
+    latency_s: float = 0.0
+    retries: int = 0
+    model: str = ""
+
+
+class GenerateConfig(BaseModel):
+    """Generation settings; ``None`` leaves the provider's default.
+
+    Attributes:
+        timeout_s: Per-call timeout, so a hung server never stalls an episode.
+        max_retries: Retries of a failed call (rate limits, 5xx, timeouts ...).
+        extra: Provider-specific arguments passed through unchanged.
+    """
+
+    temperature: float | None = None
+    top_p: float | None = None
+    max_tokens: int | None = None
+    seed: int | None = None
+    reasoning_effort: str | None = None
+    stop: list[str] | None = None
+    timeout_s: float = 120.0
+    max_retries: int = 6
+    extra: dict[str, Any] = Field(default_factory=dict)
+
+    def sampling_args(self) -> dict[str, Any]:
+        """The settings a chat-completions request takes, without the unset ones."""
+        args = {
+            "temperature": self.temperature,
+            "top_p": self.top_p,
+            "max_tokens": self.max_tokens,
+            "seed": self.seed,
+            "reasoning_effort": self.reasoning_effort,
+            "stop": self.stop,
+        }
+        return {k: v for k, v in args.items() if v is not None} | self.extra
+
+
+class Model(ABC):
+    """A chat model. Implementations: :class:`~gem_eval.models.LiteLLMModel`,
+    :class:`~gem_eval.models.OpenAICompatModel`, :class:`~gem_eval.models.ScriptedModel`.
+
+    Attributes:
+        name: How results name this model (e.g. ``openai/gpt-5``).
+        default_concurrency: Calls in flight at once unless the run says otherwise.
+        supports_tools: Whether native function calling is available.
+    """
+
+    name: str = "model"
+    default_concurrency: int = 20
+    supports_tools: bool = True
+
+    @abstractmethod
+    async def generate(
+        self,
+        messages: list[Message],
+        tools: list[ToolSchema] | None = None,
+        config: GenerateConfig | None = None,
+    ) -> ModelOutput:
+        """Answer ``messages``; may return tool calls when ``tools`` are offered.
+
+        Raises:
+            ModelCallError: The call failed for good (after retries).
+        """
+
+    async def start(self) -> None:  # noqa: B027 - optional lifecycle hook
+        """Acquire resources (start a local server, check credentials)."""
+
+    async def aclose(self) -> None:  # noqa: B027 - optional lifecycle hook
+        """Release resources. Safe to call twice."""
+
+    async def __aenter__(self) -> Model:
+        await self.start()
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.aclose()

@@ -1,0 +1,254 @@
+"""The agent loop driven by a scripted model (no HTTP: see test_models_http.py for that)."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from typing import Any, ClassVar
+
+import pytest
+
+from gem_eval import make
+from gem_eval.agent import Limits, Redactor, run_episode
+from gem_eval.errors import ModelCallError
+from gem_eval.models import GenerateConfig, Message, ModelOutput, ScriptedModel, Usage, tool_call
+from gem_eval.models.base import Model, ToolSchema
+from gem_eval.tools import Tool, ToolResult
+from tests.fakes import FakeEnv
+
+# game:GuessTheNumber-v0-easy with seed 0 hides 7.
+EASY, SEED = "game:GuessTheNumber-v0-easy", 0
+
+
+class Add(Tool):
+    name = "add"
+    description = "Add two integers."
+    parameters: ClassVar[dict[str, Any]] = {
+        "type": "object",
+        "properties": {"a": {"type": "integer"}, "b": {"type": "integer"}},
+        "required": ["a", "b"],
+    }
+
+    async def call(self, args: dict[str, Any]) -> ToolResult:
+        return ToolResult(output=str(args["a"] + args["b"]))
+
+
+class Calc(Tool):
+    """Called in the text protocol as ``<calc>3+4</calc>``."""
+
+    name = "calc"
+    description = "Add numbers written as a+b."
+    parameters: ClassVar[dict[str, Any]] = {
+        "type": "object",
+        "properties": {"expression": {"type": "string"}},
+        "required": ["expression"],
+    }
+    text_tag = "calc"
+    text_argument = "expression"
+
+    async def call(self, args: dict[str, Any]) -> ToolResult:
+        return ToolResult(output=str(sum(int(x) for x in args["expression"].split("+"))))
+
+
+def output(text: str = "", calls: list[Any] | None = None, tokens: int = 10) -> ModelOutput:
+    usage = Usage(input_tokens=tokens, output_tokens=tokens, cost_usd=0.001)
+    return ModelOutput(text=text, tool_calls=calls or [], usage=usage)
+
+
+def run(env_id: str, model: Model, **kwargs: Any) -> Any:
+    return asyncio.run(run_episode(make(env_id), model, seed=SEED, **kwargs))
+
+
+def test_native_multi_turn_episode_with_a_tool_call() -> None:
+    model = ScriptedModel(
+        [
+            output(calls=[tool_call("add", {"a": 3, "b": 4}, id="c1")]),
+            output("I think \\boxed{5}"),
+            output("\\boxed{8}"),
+            output("\\boxed{7}"),
+        ]
+    )
+    traj = run(EASY, model, tools=[Add()])
+    assert traj.outcome == "completed" and traj.success
+    assert [s.tool_events[0].output for s in traj.steps if s.tool_events] == ["7"]
+    assert len(traj.rewards) == 3 and traj.total_return == pytest.approx(1.0)
+    assert traj.usage.input_tokens == 40 and traj.usage.cost_usd == pytest.approx(0.004)
+    roles = [m["role"] for m in traj.messages]
+    assert roles == [
+        "user",
+        "assistant",
+        "tool",
+        "assistant",
+        "user",
+        "assistant",
+        "user",
+        "assistant",
+    ]
+    assert traj.messages[1]["tool_calls"][0]["function"] == {
+        "name": "add",
+        "arguments": '{"a": 3, "b": 4}',
+    }
+    assert traj.messages[2] == {"role": "tool", "tool_call_id": "c1", "content": "7"}
+    # The second model call saw the tool result, the third saw the env's feedback.
+    assert model.calls[1][-1]["role"] == "tool"
+    assert "too low" in model.calls[2][-1]["content"]
+
+
+def test_text_protocol_calls_and_responses() -> None:
+    model = ScriptedModel(
+        [
+            '<tool_call>{"name": "add", "arguments": {"a": 1, "b": 2}}</tool_call>',
+            "<calc>3+4</calc>",
+            "\\boxed{7}",
+        ]
+    )
+    traj = run(EASY, model, tools=[Add(), Calc()], tool_mode="text", system_prompt="Play well.")
+    assert traj.success
+    system = traj.messages[0]["content"]
+    assert system.startswith("Play well.") and "<tool_call>" in system and '"name": "add"' in system
+    assert "<calc>...</calc>" in system
+    responses = [m["content"] for m in traj.messages if m["content"].startswith("<tool_response")]
+    assert responses == [
+        '<tool_response name="add">\n3\n</tool_response>',
+        '<tool_response name="calc">\n7\n</tool_response>',
+    ]
+    assert all("tool_calls" not in m for m in traj.messages)
+
+
+@pytest.mark.parametrize(
+    ("call", "error"),
+    [
+        (tool_call("add", "{not json"), "not valid JSON"),
+        (tool_call("mul", {"a": 1}), "unknown tool 'mul' (tools: add)"),
+        (tool_call("add", {"a": 1}), "missing required argument(s): b"),
+        (tool_call("add", {"a": "1", "b": 2}), "argument 'a' must be of type integer"),
+        (tool_call("add", {"a": True, "b": 2}), "argument 'a' must be of type integer"),
+        (tool_call("add", "[1, 2]"), "arguments must be a JSON object"),
+    ],
+)
+def test_malformed_native_calls_go_back_to_the_model(call: Any, error: str) -> None:
+    model = ScriptedModel([output(calls=[call]), "\\boxed{7}"])
+    traj = run(EASY, model, tools=[Add()])
+    event = traj.steps[0].tool_events[0]
+    assert event.is_error and error in event.output
+    assert traj.outcome == "completed" and traj.success  # the episode went on
+
+
+@pytest.mark.parametrize(
+    ("text", "error"),
+    [
+        ("<tool_call>{oops}</tool_call>", "valid JSON"),
+        ('<tool_call>{"arguments": {}}</tool_call>', 'needs a "name"'),
+        ('<tool_call>{"name": "add", "arguments": "[1"}</tool_call>', "must be a JSON object"),
+    ],
+)
+def test_malformed_text_calls_go_back_to_the_model(text: str, error: str) -> None:
+    traj = run(EASY, ScriptedModel([text, "\\boxed{7}"]), tools=[Add()], tool_mode="text")
+    assert error in traj.steps[0].tool_events[0].output
+    assert traj.success
+
+
+class Crashing(Add):
+    async def call(self, args: dict[str, Any]) -> ToolResult:
+        raise ZeroDivisionError("division by zero")
+
+
+def test_a_tool_that_raises_is_an_error_result() -> None:
+    traj = run(
+        EASY,
+        ScriptedModel([output(calls=[tool_call("add", {"a": 1, "b": 1})]), "\\boxed{7}"]),
+        tools=[Crashing()],
+    )
+    assert (
+        traj.steps[0].tool_events[0].output
+        == "Error: the tool failed: ZeroDivisionError: division by zero"
+    )
+    assert traj.success
+
+
+def test_max_turns_truncates() -> None:
+    traj = run("game:GuessTheNumber-v0", ScriptedModel(["no idea"]), limits=Limits(max_turns=3))
+    assert (traj.outcome, traj.truncated_by, len(traj.steps)) == ("truncated", "max_turns", 3)
+    assert traj.rewards == pytest.approx([-0.1] * 3)
+    assert traj.scored
+
+
+def test_token_and_cost_limits_truncate() -> None:
+    many = ScriptedModel([output("hmm", tokens=30)])
+    traj = run("game:GuessTheNumber-v0", many, limits=Limits(max_tokens=100))
+    assert (traj.truncated_by, len(traj.steps)) == ("max_tokens", 2)  # 60, 120 tokens
+    traj = run("game:GuessTheNumber-v0", many, limits=Limits(max_cost_usd=0.0025))
+    assert (traj.truncated_by, len(traj.steps)) == ("max_cost", 3)
+
+
+class Slow(Model):
+    name = "slow"
+
+    async def generate(
+        self,
+        messages: list[Message],
+        tools: list[ToolSchema] | None = None,
+        config: GenerateConfig | None = None,
+    ) -> ModelOutput:
+        await asyncio.sleep(30)
+        return ModelOutput(text="late")
+
+
+def test_time_limit_cuts_a_call_in_flight() -> None:
+    traj = run(EASY, Slow(), limits=Limits(max_time_s=0.2))
+    assert (traj.outcome, traj.truncated_by, traj.steps) == ("truncated", "max_time", [])
+    assert traj.duration_s < 5
+
+
+@pytest.mark.parametrize(
+    ("exc", "outcome"),
+    [
+        (ModelCallError("rate limited", status=429, transient=True, retries=6), "infra_error"),
+        (ModelCallError("bad request", status=400, transient=False), "model_error"),
+        (RuntimeError("client bug"), "infra_error"),
+    ],
+)
+def test_model_failures_end_the_episode_with_their_class(exc: Exception, outcome: str) -> None:
+    model = ScriptedModel(["\\boxed{5}", exc])
+    traj = run(EASY, model)
+    assert traj.outcome == outcome
+    assert traj.error is not None and str(exc) in traj.error
+    assert len(traj.rewards) == 1  # the step that succeeded is kept
+    assert traj.scored == (outcome == "model_error")
+    if isinstance(exc, ModelCallError):
+        assert traj.retries == exc.retries
+
+
+def test_env_failure_is_an_env_error() -> None:
+    env = FakeEnv(fail_at=2)
+    traj = asyncio.run(run_episode(env, ScriptedModel(["go"]), seed=0))
+    assert traj.outcome == "env_error" and "boom at step 2" in (traj.error or "")
+    assert not traj.scored
+
+
+def test_secrets_never_reach_the_trajectory(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("MY_PROVIDER_API_KEY", "hunter2-secret-value")
+    leaky = "my key is sk-abcdefghijklmnopqrstuvwx and hunter2-secret-value \\boxed{7}"
+    traj = run(EASY, ScriptedModel([leaky]))
+    text = traj.model_dump_json()
+    assert "sk-abcdefghijklmnopqrstuvwx" not in text and "hunter2-secret-value" not in text
+    assert "[REDACTED]" in traj.steps[0].output.text
+    assert traj.success  # redaction happens on the record, after the env saw the answer
+    err = ModelCallError("401 for key sk-zzzzzzzzzzzzzzzzzzzzzzzz", status=401, transient=False)
+    traj = run(EASY, ScriptedModel([err]))
+    assert "sk-zzzz" not in (traj.error or "") and "[REDACTED]" in (traj.error or "")
+
+
+def test_redactor_keeps_short_values_and_ordinary_text() -> None:
+    redact = Redactor(values=["abc"], environ={"X_TOKEN": "tok-1234567890", "HOME": "/root"})
+    assert redact("abc tok-1234567890 /root") == "abc [REDACTED] /root"
+
+
+def test_trajectory_round_trips_through_json() -> None:
+    traj = run(
+        EASY,
+        ScriptedModel([output(calls=[tool_call("add", {"a": 1, "b": 1})]), "\\boxed{7}"]),
+        tools=[Add()],
+    )
+    again = type(traj).model_validate_json(traj.model_dump_json())
+    assert again == traj and json.loads(traj.model_dump_json())["schema_version"] == 1
