@@ -66,8 +66,6 @@ class GenerateConfig(BaseModel):
     """Generation settings; ``None`` leaves the provider's default.
 
     Attributes:
-        timeout_s: Per-call timeout, so a hung server never stalls an episode.
-        max_retries: Retries of a failed call (rate limits, 5xx, timeouts ...).
         extra: Provider-specific arguments passed through unchanged.
     """
 
@@ -77,8 +75,6 @@ class GenerateConfig(BaseModel):
     seed: int | None = None
     reasoning_effort: str | None = None
     stop: list[str] | None = None
-    timeout_s: float = 120.0
-    max_retries: int = 6
     extra: dict[str, Any] = Field(default_factory=dict)
 
     def sampling_args(self) -> dict[str, Any]:

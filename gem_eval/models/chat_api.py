@@ -1,0 +1,131 @@
+"""What the HTTP chat models share: limits, retries, and reading a chat completion.
+
+Subclasses send one ``/chat/completions`` request (:meth:`ChatAPIModel._request`);
+this class wraps it in the adaptive connection limit and the retry policy, and turns
+the reply (litellm's ``ModelResponse`` or openai's ``ChatCompletion``: the same shape)
+into a :class:`~gem_eval.models.base.ModelOutput`.
+"""
+
+from __future__ import annotations
+
+import time
+from abc import abstractmethod
+from typing import Any
+
+from gem_eval.models.base import (
+    GenerateConfig,
+    Message,
+    Model,
+    ModelOutput,
+    ToolCall,
+    ToolSchema,
+    Usage,
+)
+from gem_eval.models.concurrency import AdaptiveLimit
+from gem_eval.models.retry import Failure, MalformedReplyError, RetryPolicy, with_retries
+
+
+class ChatAPIModel(Model):
+    """A model behind an OpenAI-style chat-completions API.
+
+    Args:
+        model: The model string sent to the API.
+        api_base: Base URL of an OpenAI-compatible server (vLLM, SGLang, llama.cpp ...).
+        api_key: The key; ``None`` takes the provider's environment variable.
+        retry: Retries and the per-call timeout.
+        concurrency: Initial calls in flight (adapts to 429s between 1 and ``max_concurrency``).
+        max_concurrency: Upper bound of the adaptive limit.
+        name: How results name the model (default: ``model``).
+    """
+
+    def __init__(
+        self,
+        model: str,
+        *,
+        api_base: str | None = None,
+        api_key: str | None = None,
+        retry: RetryPolicy | None = None,
+        concurrency: int | None = None,
+        max_concurrency: int = 100,
+        name: str | None = None,
+    ) -> None:
+        self.model, self.api_base, self.api_key = model, api_base, api_key
+        self.name = name or model
+        self.retry = retry or RetryPolicy()
+        initial = concurrency or self.default_concurrency
+        self.limit = AdaptiveLimit(initial, maximum=max(initial, max_concurrency))
+
+    @abstractmethod
+    async def _request(
+        self, messages: list[Message], tools: list[ToolSchema] | None, config: GenerateConfig
+    ) -> Any:
+        """Send one chat-completions request; return the parsed response object."""
+
+    async def generate(
+        self,
+        messages: list[Message],
+        tools: list[ToolSchema] | None = None,
+        config: GenerateConfig | None = None,
+    ) -> ModelOutput:
+        settings = config or GenerateConfig()
+        started = time.monotonic()
+        epoch = self.limit.epoch  # the limit's epoch when the last attempt started
+
+        async def attempt() -> ModelOutput:
+            nonlocal epoch
+            epoch = await self.limit.acquire()
+            try:
+                output = self._read(await self._request(messages, tools, settings))
+            finally:
+                await self.limit.release()
+            self.limit.on_success()
+            return output
+
+        def on_failure(failure: Failure) -> None:
+            if failure.rate_limited:
+                self.limit.on_rate_limit(epoch)
+
+        output, retries = await with_retries(attempt, self.retry, on_failure=on_failure)
+        output.latency_s, output.retries = time.monotonic() - started, retries
+        return output
+
+    def _read(self, response: Any) -> ModelOutput:
+        choices = getattr(response, "choices", None)
+        if not choices:
+            raise MalformedReplyError("the reply has no choices")
+        choice = choices[0]
+        message = getattr(choice, "message", None)
+        if message is None:
+            raise MalformedReplyError("the reply's choice has no message")
+        calls = [
+            ToolCall(
+                id=c.id or f"call_{i}",
+                name=c.function.name or "",
+                arguments=c.function.arguments or "{}",
+            )
+            for i, c in enumerate(getattr(message, "tool_calls", None) or [])
+        ]
+        return ModelOutput(
+            text=getattr(message, "content", None) or "",
+            tool_calls=calls,
+            finish_reason=getattr(choice, "finish_reason", None),
+            usage=self._usage(response),
+            model=self.name,
+        )
+
+    def _usage(self, response: Any) -> Usage:
+        usage = getattr(response, "usage", None)
+        if usage is None:
+            return Usage()
+        details = getattr(usage, "prompt_tokens_details", None)
+        cached = getattr(details, "cached_tokens", None) if details is not None else None
+        return Usage(
+            input_tokens=getattr(usage, "prompt_tokens", 0) or 0,
+            output_tokens=getattr(usage, "completion_tokens", 0) or 0,
+            cached_tokens=cached or 0,
+            cost_usd=self._cost(response),
+        )
+
+    def _cost(self, response: Any) -> float | None:
+        """Cost in USD when the provider's prices are known (see LiteLLMModel)."""
+        return None

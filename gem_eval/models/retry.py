@@ -1,0 +1,154 @@
+"""Retrying failed model calls: which failures, how often, how long to wait.
+
+Transient failures are retried with exponential backoff and full jitter, honouring a
+server's ``Retry-After``: rate limits (429), 408/409, server errors (5xx), timeouts,
+connection errors and malformed replies. Refusals (400, 401, 403, 404, 422) are not.
+Only the failed call is repeated; the episode's earlier steps are never re-run.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from typing import Any, TypeVar
+
+from gem_eval.errors import ModelCallError
+
+T = TypeVar("T")
+TRANSIENT_STATUS = {408, 409, 429}
+
+
+class MalformedReplyError(Exception):
+    """The server answered 200 with a body that is not a usable completion."""
+
+
+@dataclass(frozen=True)
+class RetryPolicy:
+    """How a model retries.
+
+    Attributes:
+        max_retries: Retries after the first attempt.
+        timeout_s: Per-call timeout, so a hung server never stalls an episode.
+        initial_wait_s: First backoff (doubled per retry, with full jitter).
+        max_wait_s: Longest single wait, ``Retry-After`` included.
+    """
+
+    max_retries: int = 6
+    timeout_s: float = 120.0
+    initial_wait_s: float = 1.0
+    max_wait_s: float = 60.0
+
+
+@dataclass(frozen=True)
+class Failure:
+    """What a failed call tells the retry loop."""
+
+    transient: bool
+    status: int | None = None
+    retry_after: float | None = None
+    rate_limited: bool = False
+
+
+def classify(exc: BaseException) -> Failure | None:
+    """How to treat ``exc`` raised by an HTTP model client; ``None``: not a call failure.
+
+    Works on litellm's and openai's exceptions (both carry ``status_code`` and, for
+    HTTP errors, the ``response`` with its headers) and on httpx / JSON errors.
+    """
+    if isinstance(exc, MalformedReplyError | json.JSONDecodeError):
+        return Failure(transient=True)
+    status = getattr(exc, "status_code", None)
+    if not isinstance(status, int):
+        status = None
+    name = type(exc).__name__
+    module = type(exc).__module__.split(".")[0]
+    if module not in ("litellm", "openai", "httpx", "httpcore", "aiohttp") and status is None:
+        return None  # not the client's: a bug to surface, not to retry
+    if status is None or status >= 500 or status in TRANSIENT_STATUS:
+        return Failure(True, status, _retry_after(exc), rate_limited=status == 429)
+    if name in ("Timeout", "APITimeoutError", "APIConnectionError"):
+        return Failure(True, status)
+    return Failure(False, status)
+
+
+def _retry_after(exc: BaseException) -> float | None:
+    headers: Any = None
+    response = getattr(exc, "response", None)
+    if response is not None:
+        headers = getattr(response, "headers", None)
+    headers = headers or getattr(exc, "litellm_response_headers", None)
+    if not headers:
+        return None
+    value = headers.get("retry-after") or headers.get("Retry-After")
+    try:
+        return max(0.0, float(value)) if value is not None else None
+    except ValueError:
+        return None  # an HTTP date: fall back to backoff
+
+
+def backoff(
+    policy: RetryPolicy, retry: int, retry_after: float | None, rng: random.Random
+) -> float:
+    """Seconds to wait before retry number ``retry`` (1-based)."""
+    if retry_after is not None:
+        return min(retry_after, policy.max_wait_s)
+    ceiling = min(policy.max_wait_s, policy.initial_wait_s * 2 ** (retry - 1))
+    return rng.uniform(0, ceiling)
+
+
+async def with_retries(
+    call: Callable[[], Awaitable[T]],
+    policy: RetryPolicy,
+    *,
+    on_failure: Callable[[Failure], None] = lambda f: None,
+    sleep: Callable[[float], Awaitable[Any]] | None = None,
+) -> tuple[T, int]:
+    """Run ``call`` until it succeeds; return its result and the retries it took.
+
+    Raises:
+        ModelCallError: A permanent failure, or transient ones outlasting the policy.
+    """
+    import asyncio
+
+    from tenacity import AsyncRetrying, RetryCallState, retry_if_exception, stop_after_attempt
+
+    rng = random.Random()
+    pause = sleep or asyncio.sleep
+
+    def transient(exc: BaseException) -> bool:
+        failure = classify(exc)
+        if failure is not None:
+            on_failure(failure)
+        return failure is not None and failure.transient
+
+    def wait(state: RetryCallState) -> float:
+        exc = state.outcome.exception() if state.outcome else None
+        failure = classify(exc) if exc else None
+        return backoff(policy, state.attempt_number, failure.retry_after if failure else None, rng)
+
+    retrying = AsyncRetrying(
+        retry=retry_if_exception(transient),
+        stop=stop_after_attempt(policy.max_retries + 1),
+        wait=wait,
+        sleep=pause,
+        reraise=True,
+    )
+    attempts = 0
+    try:
+        async for attempt in retrying:
+            with attempt:
+                attempts += 1
+                result = await call()
+    except Exception as exc:
+        failure = classify(exc)
+        if failure is None:
+            raise
+        raise ModelCallError(
+            f"{type(exc).__name__}: {exc}".strip(),
+            status=failure.status,
+            transient=failure.transient,
+            retries=attempts - 1,
+        ) from exc
+    return result, attempts - 1
