@@ -49,17 +49,12 @@ class Env(ABC):
 
     def __init__(self) -> None:
         self.rng = random.Random()
-        self._seeded = False
 
     @abstractmethod
     def reset(self, seed: int | None = None) -> ResetResult:
         """Start a new episode; return the first observation and an info dict."""
         if seed is not None:
             self.rng = random.Random(seed)
-            self._seeded = True
-        elif not self._seeded:
-            self.rng = random.Random()
-            self._seeded = True
         return "", {}
 
     @abstractmethod

@@ -95,9 +95,10 @@ def register(
     Raises:
         RegistrationError: The id is malformed, or taken and ``override`` is false.
     """
+    _ensure_builtins()  # so that a clash with a bundled id is caught here, not later
     if not ENV_ID_RE.match(id):
         raise RegistrationError(
-            f"env id {id!r} does not read 'family:Name-vN[-variant]' (e.g. game:Wordle-v0-easy)"
+            f"env id {id!r} does not read '[family:]Name-vN[-variant]' (e.g. game:Wordle-v0-easy)"
         )
     if isinstance(entry_point, str) and ":" not in entry_point:
         raise RegistrationError(f"entry point {entry_point!r} must read 'module.path:Name'")
@@ -137,9 +138,9 @@ def make(id: str, **overrides: Any) -> Env:
     _check_kwargs(env_spec.id, factory, kwargs)
     try:
         env = factory(**kwargs)
-    except ValueError as exc:  # a setting out of range: the caller's mistake
+    except (ValueError, TypeError) as exc:  # a setting of the wrong type or out of range
         raise EnvArgumentError(f"{env_spec.id}: {exc}") from exc
-    env.spec = env_spec
+    env.unwrapped.spec = env_spec
     return env
 
 
@@ -188,5 +189,9 @@ def _ensure_builtins() -> None:
     """Register the bundled envs on first use (their modules are not imported)."""
     global _builtins_loaded
     if not _builtins_loaded:
-        _builtins_loaded = True
-        importlib.import_module("gem_eval.envs")
+        _builtins_loaded = True  # set first: the bundled module calls register() itself
+        try:
+            importlib.import_module("gem_eval.envs")
+        except BaseException:
+            _builtins_loaded = False
+            raise

@@ -125,3 +125,30 @@ def test_out_of_range_setting_is_an_argument_error() -> None:
     message = "game:GuessTheNumber-v0: max_turns must be at least 1"
     with pytest.raises(EnvArgumentError, match=message):
         make("game:GuessTheNumber-v0", max_turns=0)
+
+
+def test_register_before_any_make_keeps_the_bundled_envs() -> None:
+    import subprocess
+    import sys
+
+    code = (
+        "import gem_eval\n"
+        "from tests.fakes import FakeEnv\n"
+        "gem_eval.register('test:Early-v0', FakeEnv)\n"
+        "print(len(gem_eval.list_envs('game')), gem_eval.make('game:Wordle-v0').spec.id)\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.split() == [str(len(list_envs("game"))), "game:Wordle-v0"]
+
+
+def test_a_factory_may_return_a_wrapper(scratch_ids: None) -> None:
+    from gem_eval.wrappers import MaxTurns
+
+    register("test:Wrapped-v0", lambda: MaxTurns(FakeEnv(), 2))
+    env = make("test:Wrapped-v0")
+    assert env.spec.id == "test:Wrapped-v0" and env.unwrapped.spec.id == "test:Wrapped-v0"
+
+
+def test_a_setting_of_the_wrong_type_is_an_argument_error() -> None:
+    with pytest.raises(EnvArgumentError, match="game:GuessTheNumber-v0"):
+        make("game:GuessTheNumber-v0", max_turns="abc")

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from gem_eval.agent import tool_calls
 from gem_eval.agent.limits import Limits
@@ -31,6 +31,7 @@ async def run_episode(
     tool_mode: str = "native",
     system_prompt: str | None = None,
     redactor: Redactor | None = None,
+    on_step: Callable[[Trajectory], None] | None = None,
 ) -> Trajectory:
     """Play one episode of ``env`` with ``model``; return its full record.
 
@@ -49,10 +50,15 @@ async def run_episode(
             appended to it in ``text`` mode).
         redactor: Removes secrets from the record (default: a :class:`Redactor` over
             the environment's key variables).
+        on_step: Called with the (unredacted) trajectory after the reset and after each
+            step, e.g. to show the episode live.
     """
     if tool_mode not in tool_calls.TOOL_MODES:
         raise ValueError(f"tool_mode must be one of {tool_calls.TOOL_MODES}, not {tool_mode!r}")
+    if tool_mode == "native" and tools and not model.supports_tools:
+        tool_mode = "text"  # the model cannot call functions: teach it the text protocol
     episode = _Episode(env, model, list(tools), limits or Limits(), config or GenerateConfig())
+    episode.on_step = on_step
     episode.traj.seed, episode.traj.tool_mode = seed, tool_mode
     start = time.monotonic()
     try:
@@ -72,6 +78,11 @@ class _Episode:
         self.limits, self.config = limits, config
         env_id = getattr(env.spec, "id", None) or str(env)
         self.traj = Trajectory(env_id=env_id, model=model.name)
+        self.on_step: Callable[[Trajectory], None] | None = None
+
+    def _notify(self) -> None:
+        if self.on_step is not None:
+            self.on_step(self.traj)
 
     async def play(
         self, seed: int | None, mode: str, system_prompt: str | None, start: float
@@ -89,6 +100,7 @@ class _Episode:
         if system:
             traj.messages.append({"role": "system", "content": system})
         traj.messages.append({"role": "user", "content": obs})
+        self._notify()
         schemas = [t.schema() for t in self.tools] if mode == "native" and self.tools else None
 
         while True:
@@ -109,8 +121,11 @@ class _Episode:
             traj.messages.append(_assistant_message(output, mode))
             if calls:
                 await self._run_tools(step, calls, mode)
+                self._notify()
                 continue
-            if await self._env_step(step, output.text):
+            done = await self._env_step(step, output.text)
+            self._notify()
+            if done:
                 return
 
     async def _generate(

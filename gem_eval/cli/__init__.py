@@ -9,16 +9,22 @@ def main(argv: list[str] | None = None) -> None:
     """Entry point of the ``gem-eval`` script.
 
     A :class:`~gem_eval.errors.UserError` prints ``error: <message>`` on one line and
-    exits with code 2; Ctrl-C exits with 130.
+    exits with code 2; any other gem-eval error (a server that would not start ...) prints
+    one line and exits with 1 (set ``GEM_EVAL_DEBUG=1`` for the traceback). Ctrl-C exits
+    with 130 (Typer's handling).
     """
+    import os
+
     from gem_eval.cli.app import app
-    from gem_eval.errors import UserError
+    from gem_eval.errors import GemEvalError, UserError
 
     try:
         app(args=argv, prog_name="gem-eval", standalone_mode=True)
     except UserError as exc:
         print(f"error: {exc}", file=sys.stderr)
         sys.exit(2)
-    except KeyboardInterrupt:
-        print("interrupted", file=sys.stderr)
-        sys.exit(130)
+    except GemEvalError as exc:
+        if os.environ.get("GEM_EVAL_DEBUG"):
+            raise
+        print(f"error: {exc}", file=sys.stderr)
+        sys.exit(1)

@@ -10,6 +10,7 @@ from rich.panel import Panel
 from rich.table import Table
 
 if TYPE_CHECKING:
+    from gem_eval.agent.trajectory import Trajectory
     from gem_eval.registration import EnvSpec
     from gem_eval.rollout import Episode
 
@@ -76,3 +77,50 @@ def episode_summary(episode: Episode, gamma: float) -> None:
         f"{episode.discounted_return(gamma):.3f}",
     )
     console.print(table)
+
+
+class TrajectoryPrinter:
+    """Prints a model's episode step by step, as the agent loop plays it."""
+
+    def __init__(self) -> None:
+        self.shown = -1
+
+    def __call__(self, traj: Trajectory) -> None:
+        if self.shown < 0:
+            console.print(Panel(escape(traj.initial_observation), title="env", title_align="left"))
+            self.shown = 0
+        for step in traj.steps[self.shown :]:
+            out = step.output
+            meta = f"{out.usage.total_tokens} tokens, {out.latency_s:.2f} s"
+            console.print(f"[bold magenta]model[/] (turn {step.index + 1}, {meta}):")
+            console.print(escape(out.text) if out.text else "[dim](no text)[/]")
+            for event in step.tool_events:
+                style = "red" if event.is_error else "cyan"
+                console.print(f"[{style}]tool {escape(event.name)}[/]: {escape(event.output)}")
+            if step.observation is not None:
+                title = f"env  reward {step.reward:+.3f}"
+                console.print(Panel(escape(step.observation), title=title, title_align="left"))
+        self.shown = len(traj.steps)
+
+
+def trajectory_summary(traj: Trajectory, gamma: float) -> None:
+    table = Table(title="episode", title_justify="left")
+    columns = ("env", "model", "outcome", "turns", "success", "return", f"disc. (γ={gamma})")
+    for column in (*columns, "tokens", "cost"):
+        table.add_column(column, overflow="fold")
+    outcome = traj.outcome + (f" ({traj.truncated_by})" if traj.truncated_by else "")
+    cost = f"${traj.usage.cost_usd:.4f}" if traj.usage.cost_usd is not None else "-"
+    table.add_row(
+        traj.env_id,
+        traj.model,
+        outcome,
+        str(len(traj.steps)),
+        "yes" if traj.success else "no",
+        f"{traj.total_return:.3f}",
+        f"{traj.discounted_return(gamma):.3f}",
+        str(traj.usage.total_tokens),
+        cost,
+    )
+    console.print(table)
+    if traj.error:
+        console.print(f"[red]{escape(traj.error)}[/]")

@@ -74,7 +74,7 @@ class AsyncVectorEnv(VectorEnv):
     # ------------------------------------------------------- submit / wait
     def reset_async(self, seed: Seeds = None, *, indices: Sequence[int] | None = None) -> None:
         """Schedule a reset (inside a running loop); collect it with :meth:`reset_wait`."""
-        targets = list(range(self.num_envs)) if indices is None else list(indices)
+        targets = self._targets(indices)
         jobs = list(zip(targets, self._seeds(seed, targets)))
         self._submit(AsyncState.WAITING_RESET, jobs, self._reset_sync, self._reset_one)
 
@@ -159,6 +159,12 @@ class AsyncVectorEnv(VectorEnv):
         """
         if self.state is not AsyncState.IDLE:
             raise VectorEnvStateError(f"cannot submit while {self.state.value}")
+        try:
+            asyncio.get_running_loop()
+        except RuntimeError:
+            raise VectorEnvStateError(
+                "step_async()/reset_async() need a running event loop: use step()/reset()"
+            ) from None
         results: list[Any] = [None] * len(jobs)
         coros, slots = [], []
         for pos, (i, arg) in enumerate(jobs):
@@ -182,6 +188,12 @@ class AsyncVectorEnv(VectorEnv):
             if gathered is not None:
                 for pos, result in zip(slots, await gathered):
                     results[pos] = result
+        except BaseException:
+            # Cancelled (e.g. a timeout around step_wait): stop the tasks still running.
+            # Sub-envs already stepping in threads finish that step; its result is lost.
+            if gathered is not None:
+                gathered.cancel()
+            raise
         finally:
             self.state, self._pending = AsyncState.IDLE, None
         errors = [(pos, r) for pos, r in enumerate(results) if isinstance(r, BaseException)]

@@ -45,6 +45,25 @@ Actions = Sequence[str] | Mapping[int, str]
 Seeds = int | Sequence[int | None] | None
 
 
+def _run_all(jobs: Sequence[tuple[int, Any]], run: Any) -> list[Any]:
+    """``run(i, arg)`` for every job, even after one fails; then raise the first failure.
+
+    Every sub-env is stepped whatever happens to the others, as in the async vector env.
+    """
+    results, errors = [], []
+    for i, arg in jobs:
+        try:
+            results.append(run(i, arg))
+        except VectorEnvError as exc:
+            errors.append(exc)
+    if errors:
+        first = errors[0]
+        raise VectorEnvError(
+            first.index, first.original, others=len(errors) - 1
+        ) from first.original
+    return results
+
+
 def _call(i: int, fn: Any, arg: Any) -> Any:
     """``fn(arg)``, re-raising any exception as a :class:`VectorEnvError` for sub-env ``i``."""
     try:
@@ -140,16 +159,24 @@ class VectorEnv(ABC):
         self._pending_reset[i] = False
         return result
 
+    def _targets(self, indices: Sequence[int] | None) -> list[int]:
+        """The sub-envs a reset addresses, checked against ``num_envs``."""
+        targets = list(range(self.num_envs)) if indices is None else list(indices)
+        for i in targets:
+            if not 0 <= i < self.num_envs:
+                raise IndexError(f"sub-env index {i} is out of range 0..{self.num_envs - 1}")
+        return targets
+
     def _reset_all_sync(self, seed: Seeds, indices: Sequence[int] | None) -> VectorResetResult:
         """Reset the sub-envs one after another in this thread."""
-        targets = list(range(self.num_envs)) if indices is None else list(indices)
-        seeds = self._seeds(seed, targets)
-        return self._pack_reset([self._reset_sync(i, s) for i, s in zip(targets, seeds)])
+        targets = self._targets(indices)
+        jobs = list(zip(targets, self._seeds(seed, targets)))
+        return self._pack_reset(_run_all(jobs, self._reset_sync))
 
     def _step_all_sync(self, actions: Actions) -> VectorStepResult | PartialStepResult:
         """Step the sub-envs one after another in this thread."""
         pairs = self._indices(actions)
-        results = [self._step_sync(i, action) for i, action in pairs]
+        results = _run_all(pairs, self._step_sync)
         return self._pack_step(pairs, results, partial=isinstance(actions, Mapping))
 
     def _reset_sync(self, i: int, seed: int | None) -> ResetResult:

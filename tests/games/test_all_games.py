@@ -90,3 +90,26 @@ def test_garbage_actions_never_raise(env_id: str, moves: list[str], seed: int) -
         if info["error"] is not None:
             assert reward < 0
     assert total <= 1.0 + 1e-9
+
+
+@pytest.mark.parametrize("env_id", GAME_IDS)
+def test_the_next_episode_does_not_depend_on_how_this_one_was_played(env_id: str) -> None:
+    """Two agents that start from the same seed meet the same later episodes."""
+
+    def next_episode(policy: object) -> tuple[str, list[str]]:
+        env = make(env_id)
+        rollout(env, policy, seed=5)  # type: ignore[arg-type]
+        second = rollout(env, OraclePolicy())  # reset() without a seed: carries on
+        return second.observation, [t.observation for t in second.turns]
+
+    assert next_episode(OraclePolicy()) == next_episode(RandomPolicy(seed=1))
+
+
+@pytest.mark.parametrize("env_id", GAME_IDS)
+def test_stepping_after_the_end_repeats_the_final_flags(env_id: str) -> None:
+    env = make(env_id)
+    assert env.step("\\boxed{1}")[4]["error"] == "episode_over"  # before any reset
+    last = rollout(env, OraclePolicy(), seed=0).turns[-1]
+    _, reward, terminated, truncated, info = env.step("\\boxed{1}")
+    assert (reward, terminated, truncated) == (0.0, last.terminated, last.truncated)
+    assert info["error"] == "episode_over" and info["success"] is True

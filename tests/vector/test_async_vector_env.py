@@ -116,3 +116,11 @@ def test_a_failing_blocking_env_is_named_too() -> None:
         vec.step(["a", "a"])
     assert err.value.index == 1 and isinstance(err.value.__cause__, RuntimeError)
     vec.close()
+
+
+def test_submitting_outside_an_event_loop_is_a_state_error() -> None:
+    vec = AsyncVectorEnv([FakeEnv()])
+    with pytest.raises(VectorEnvStateError, match="running event loop"):
+        vec.step_async(["a"])
+    assert vec.state is AsyncState.IDLE
+    assert vec.step(["a"])[0] == ["a@1"]

@@ -140,6 +140,23 @@ def test_worker_exception_is_reraised_with_the_env_index(vec_cls: MakeVec) -> No
     assert err.value.index == 1
     assert isinstance(err.value.__cause__, RuntimeError)
     assert "sub-env 1 raised RuntimeError: boom at step 2" in str(err.value)
+    assert [e.k for e in vec.envs] == [2, 2, 2]  # the others were stepped all the same
+
+
+def test_every_failure_is_counted(vec_cls: MakeVec) -> None:
+    vec = vec_cls([FakeEnv(), FakeEnv(fail_at=1), FakeEnv(fail_at=1), FakeEnv()])
+    vec.reset(seed=0)
+    with pytest.raises(VectorEnvError, match="1 other sub-env") as err:
+        vec.step(["a"] * 4)
+    assert err.value.index == 1
+    assert [e.k for e in vec.envs] == [1, 1, 1, 1]
+
+
+def test_reset_indices_are_checked(vec_cls: MakeVec) -> None:
+    vec = vec_cls([FakeEnv(), FakeEnv()])
+    for bad in ([-1], [2]):
+        with pytest.raises(IndexError, match="out of range"):
+            vec.reset(indices=bad)
 
 
 def test_close_closes_every_sub_env(vec_cls: MakeVec) -> None:

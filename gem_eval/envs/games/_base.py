@@ -82,13 +82,19 @@ class GameEnv(Env, Generic[MoveT]):
         self.invalid_move_reward = invalid_move_reward
         self.turn = 0
         self.done = True
+        self.play_rng = random.Random()
+        self._final: tuple[bool, bool, bool, bool] = (False, False, False, False)
         self._p0 = 0.0
         self._progress_now = 0.0
 
     # ----------------------------------------------------------------- hooks
     @abstractmethod
     def _new_game(self) -> int:
-        """Set up a fresh game from ``self.rng``; return the default turn limit."""
+        """Set up a fresh game from ``self.rng``; return the default turn limit.
+
+        Draws made later, during play, must use ``self.play_rng``. ``self.max_turns`` is
+        set only after this returns (from the setting or the returned default).
+        """
 
     @abstractmethod
     def _rules(self) -> str:
@@ -121,20 +127,31 @@ class GameEnv(Env, Generic[MoveT]):
     # ------------------------------------------------------------- contract
     def reset(self, seed: int | None = None) -> ResetResult:
         super().reset(seed)
+        # Draws made while playing (a 2048 tile, a moved mine) come from their own
+        # generator, so the next episode does not depend on how this one was played.
+        self.play_rng = random.Random(self.rng.getrandbits(64))
         default_turns = self._new_game()
         setting = self.max_turns_setting
         self.max_turns = default_turns if setting is None else setting
         self.turn = 0
         self.done = False
+        self._final = (False, False, False, False)
         self._p0 = self._raw_progress()
         self._progress_now = 0.0
         obs = f"{self._rules()}\n\n{self._render()}".rstrip()
         return obs, self._info(error=None, solved=False, lost=False)
 
     def step(self, action: str) -> StepResult:
-        if self.done:
-            info = self._info(error="episode_over", solved=False, lost=False)
-            return "The episode is over; call reset() to play again.", 0.0, True, False, info
+        if self.done:  # before the first reset, or after the end: nothing changes
+            terminated, truncated, solved, lost = self._final
+            info = self._info(error="episode_over", solved=solved, lost=lost)
+            return (
+                "The episode is over; call reset() to play again.",
+                0.0,
+                terminated,
+                truncated,
+                info,
+            )
         self.turn += 1
         error, solved, lost = None, False, False
         text = last_boxed(action)
@@ -156,6 +173,7 @@ class GameEnv(Env, Generic[MoveT]):
         terminated = solved or lost
         truncated = not terminated and self.turn >= self.max_turns
         self.done = terminated or truncated
+        self._final = (terminated, truncated, solved, lost)
         obs = self._observation(message, solved, lost, truncated)
         return obs, reward, terminated, truncated, self._info(error, solved, lost)
 

@@ -107,7 +107,7 @@ class Game2048Env(GameEnv[str]):
         self.target = 0
         self.board: Board = ()
         self.search_depth = 3  # the oracle's lookahead, in moves
-        self._replay = random.Random(0)  # the oracle's copy of self.rng, reloaded per branch
+        self._replay = random.Random(0)  # the oracle's copy of self.play_rng, reloaded per branch
 
     def _new_game(self) -> int:
         self.target = self.target_setting or self.rng.choice((32, 64, 128))
@@ -137,7 +137,7 @@ class Game2048Env(GameEnv[str]):
         after = slide(self.board, move)
         if after == self.board:
             raise IllegalMove(f"sliding {move} changes nothing.")
-        self.board = spawn(after, self.rng)
+        self.board = spawn(after, self.play_rng)
         best = max(self.board)
         if best >= self.target:
             return Outcome(f"Slid {move}: you made a {best} tile!", solved=True)
@@ -151,10 +151,10 @@ class Game2048Env(GameEnv[str]):
     def oracle_action(self) -> str:
         """The best move of a lookahead search that sees the true future tiles.
 
-        Privileged: the search replays ``self.rng`` (copied, never advanced), so it knows
+        Privileged: the search replays ``self.play_rng`` (copied, never advanced), so it knows
         where and which new tiles will appear. It is a test oracle, not a fair player.
         """
-        _, move = self._search(self.board, self.rng.getstate(), self.search_depth)
+        _, move = self._search(self.board, self.play_rng.getstate(), self.search_depth)
         return f"\\boxed{{{move or 'left'}}}"
 
     def sample_random_action(self, rng: random.Random) -> str:

@@ -11,6 +11,7 @@ import random
 import re
 
 from gem_eval.envs.games._base import GameEnv, IllegalMove, MoveError, Outcome
+from gem_eval.envs.games._parsing import MAX_DIGITS
 
 _INT = re.compile(r"-?\d+")
 
@@ -65,7 +66,7 @@ class GuessTheNumberEnv(GameEnv[int]):
 
     def _parse(self, text: str) -> int:
         numbers = _INT.findall(text.replace(",", ""))
-        if len(numbers) != 1:
+        if len(numbers) != 1 or len(numbers[0].lstrip("-")) > MAX_DIGITS:
             raise MoveError("expected exactly one whole number")
         return int(numbers[0])
 

@@ -142,7 +142,7 @@ class MinesweeperEnv(GameEnv[Move]):
             raise IllegalMove(f"({r}, {c}) is flagged; unflag it before revealing it.")
         if self.first_reveal and cell in self.mines:
             spare = sorted(set(self._all_cells()) - self.mines - {cell})
-            self.set_mines((self.mines - {cell}) | {self.rng.choice(spare)})
+            self.set_mines((self.mines - {cell}) | {self.play_rng.choice(spare)})
         self.first_reveal = False
         if cell in self.mines:
             self.exploded = cell

@@ -1,0 +1,88 @@
+"""``get_model``: a model from the string a user types after ``--model``."""
+
+from __future__ import annotations
+
+from gem_eval.errors import UserError
+from gem_eval.models.base import Model
+from gem_eval.models.chat_api import ChatAPIModel
+from gem_eval.models.retry import RetryPolicy
+
+BACKENDS = ("litellm", "openai")
+# Provider prefixes that name an OpenAI-compatible server; the rest is the model's name there.
+_OPENAI_COMPATIBLE = ("openai/", "hosted_vllm/", "vllm/", "sglang/", "llamacpp/")
+
+
+def get_model(
+    spec: str,
+    *,
+    base_url: str | None = None,
+    api_key: str | None = None,
+    backend: str = "litellm",
+    retry: RetryPolicy | None = None,
+    concurrency: int | None = None,
+) -> Model:
+    """Build the model ``spec`` names.
+
+    * ``local/gemma3-270m`` or ``local/path/to/model.gguf``: a llama.cpp server that
+      gem-eval starts and stops.
+    * anything else: a litellm model string (``openai/gpt-5``, ``anthropic/...``,
+      ``hosted_vllm/NAME`` with ``base_url`` ...).
+
+    Args:
+        spec: The model string.
+        base_url: An OpenAI-compatible server's base URL (vLLM, SGLang, Ollama ...).
+        api_key: Overrides the provider's environment variable.
+        backend: ``litellm`` (every provider), or ``openai``: the direct client, for
+            OpenAI-compatible servers (needs ``base_url``), with less CPU per call.
+        retry: Retries and per-call timeout.
+        concurrency: Initial connection limit (adapts to 429s).
+    """
+    if backend not in BACKENDS:
+        raise UserError(f"unknown model backend {backend!r}: choose {' or '.join(BACKENDS)}")
+    if spec.startswith("local/"):
+        from gem_eval.models.local import LocalModel
+
+        path = spec.removeprefix("local/")
+        if not path:
+            raise UserError("--model local/ needs a name or a .gguf path, e.g. local/gemma3-270m")
+        return LocalModel(path, backend=backend, retry=retry)
+    return api_model(
+        spec,
+        base_url=base_url,
+        api_key=api_key,
+        backend=backend,
+        retry=retry,
+        concurrency=concurrency,
+    )
+
+
+def api_model(
+    spec: str,
+    *,
+    base_url: str | None = None,
+    api_key: str | None = None,
+    backend: str = "litellm",
+    retry: RetryPolicy | None = None,
+    concurrency: int | None = None,
+    name: str | None = None,
+) -> ChatAPIModel:
+    """A model behind an HTTP chat API, through litellm or the direct client."""
+    if backend == "openai":
+        from gem_eval.models.openai_compat import OpenAICompatModel
+
+        if base_url is None:
+            raise UserError("--model-backend openai needs --model-base-url (a server's /v1 URL)")
+        served = next((spec[len(p) :] for p in _OPENAI_COMPATIBLE if spec.startswith(p)), spec)
+        return OpenAICompatModel(
+            served,
+            api_base=base_url,
+            api_key=api_key,
+            retry=retry,
+            concurrency=concurrency,
+            name=name or spec,
+        )
+    from gem_eval.models.litellm_model import LiteLLMModel
+
+    return LiteLLMModel(
+        spec, api_base=base_url, api_key=api_key, retry=retry, concurrency=concurrency, name=name
+    )
