@@ -1,0 +1,205 @@
+"""The HTTP models against a real OpenAI-compatible server on loopback.
+
+Every test runs through both backends: litellm (any provider, the way a user's vLLM
+server is driven) and the direct openai client (the fast path).
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+import pytest
+
+from gem_eval import make
+from gem_eval.agent import Limits, run_episode
+from gem_eval.agent.trajectory import Trajectory
+from gem_eval.errors import MissingAPIKeyError, UserError
+from gem_eval.models import GenerateConfig, RetryPolicy, get_model
+from gem_eval.models.chat_api import ChatAPIModel
+from tests.agent.test_loop import Add
+from tests.fixtures.openai_server import FakeOpenAIServer, Fault, Reply, ToolCallSpec
+
+# game:GuessTheNumber-v0-easy with seed 0 hides 7.
+EASY, SEED = "game:GuessTheNumber-v0-easy", 0
+FAST_RETRY = RetryPolicy(max_retries=3, timeout_s=1.0, initial_wait_s=0.01, max_wait_s=0.05)
+
+
+@pytest.fixture(params=["litellm", "openai"])
+def backend(request: pytest.FixtureRequest) -> str:
+    return str(request.param)
+
+
+def model_for(server: FakeOpenAIServer, backend: str, **kwargs: Any) -> ChatAPIModel:
+    options: dict[str, Any] = {"retry": FAST_RETRY} | kwargs
+    model = get_model(
+        "openai/fake",
+        base_url=server.base_url,
+        api_key="sk-test-key-0123456789abcdef",
+        backend=backend,
+        **options,
+    )
+    assert isinstance(model, ChatAPIModel)
+    return model
+
+
+def play(model: ChatAPIModel, **kwargs: Any) -> Trajectory:
+    async def main() -> Trajectory:
+        async with model:
+            return await run_episode(make(EASY), model, seed=SEED, **kwargs)
+
+    return asyncio.run(main())
+
+
+def test_native_tool_calls_over_http(openai_server: FakeOpenAIServer, backend: str) -> None:
+    openai_server.enqueue(
+        Reply(tool_calls=[ToolCallSpec("add", {"a": 3, "b": 4}, id="c1")]),
+        Reply("\\boxed{5}"),
+        Reply("\\boxed{7}"),
+    )
+    traj = play(model_for(openai_server, backend), tools=[Add()])
+    assert traj.outcome == "completed" and traj.success
+    assert traj.steps[0].tool_events[0].output == "7"
+    assert traj.usage.input_tokens > 0 and traj.usage.output_tokens > 0
+    bodies = [r.body for r in openai_server.requests]
+    assert bodies[0]["tools"][0]["function"]["name"] == "add"
+    sent = bodies[1]["messages"]
+    assert sent[-2]["tool_calls"][0]["id"] == "c1"
+    assert sent[-1] == {"role": "tool", "tool_call_id": "c1", "content": "7"}
+    assert "too low" in bodies[2]["messages"][-1]["content"]
+
+
+def test_text_protocol_over_http(openai_server: FakeOpenAIServer, backend: str) -> None:
+    openai_server.enqueue(
+        Reply('<tool_call>{"name": "add", "arguments": {"a": 3, "b": 4}}</tool_call>'),
+        Reply("\\boxed{7}"),
+    )
+    traj = play(model_for(openai_server, backend), tools=[Add()], tool_mode="text")
+    assert traj.success and traj.steps[0].tool_events[0].output == "7"
+    first = openai_server.requests[0].body
+    assert "tools" not in first and "<tool_call>" in first["messages"][0]["content"]
+    assert openai_server.requests[1].body["messages"][-1]["content"].startswith("<tool_response")
+
+
+def test_generation_settings_pass_through(openai_server: FakeOpenAIServer, backend: str) -> None:
+    config = GenerateConfig(temperature=0.3, top_p=0.9, max_tokens=17, seed=5, stop=["\n\n"])
+    openai_server.enqueue(Reply("\\boxed{7}"))
+    play(model_for(openai_server, backend), config=config)
+    body = openai_server.requests[0].body
+    assert (body["temperature"], body["top_p"], body["max_tokens"], body["seed"]) == (
+        0.3,
+        0.9,
+        17,
+        5,
+    )
+    assert body["stop"] == ["\n\n"] and body["model"] == "fake"
+
+
+@pytest.mark.parametrize(
+    "fault",
+    [
+        Fault.status(429, retry_after=0.01),
+        Fault.status(500),
+        Fault.status(503),
+        Fault.hang(3),
+        Fault.malformed(),
+        Fault.no_choices(),
+        Fault.drop(),
+    ],
+    ids=["429", "500", "503", "timeout", "malformed", "no_choices", "drop"],
+)
+def test_transient_faults_are_retried(
+    openai_server: FakeOpenAIServer, backend: str, fault: Fault
+) -> None:
+    openai_server.enqueue(Reply("\\boxed{5}"), fault, Reply("\\boxed{7}"))
+    traj = play(model_for(openai_server, backend))
+    assert traj.outcome == "completed" and traj.success
+    assert traj.retries == 1 and traj.steps[1].output.retries == 1
+    assert traj.steps[0].output.retries == 0
+    # The retry repeated only the failed call: the first answer was sent once.
+    assert len(openai_server.requests) == 3
+    assert len(traj.rewards) == 2
+
+
+@pytest.mark.parametrize(
+    ("code", "name"),
+    [(400, "BadRequestError"), (401, "AuthenticationError"), (404, "NotFoundError")],
+)
+def test_refusals_are_not_retried(
+    openai_server: FakeOpenAIServer, backend: str, code: int, name: str
+) -> None:
+    openai_server.enqueue(Fault.status(code))
+    traj = play(model_for(openai_server, backend))
+    assert traj.outcome == "model_error" and traj.retries == 0
+    assert len(openai_server.requests) == 1
+    assert (traj.error or "").startswith(f"ModelCallError: {name}")
+
+
+def test_persistent_failure_is_an_infra_error(
+    openai_server: FakeOpenAIServer, backend: str
+) -> None:
+    openai_server.enqueue(Reply("\\boxed{5}"), *[Fault.status(503)] * 4)
+    traj = play(model_for(openai_server, backend))
+    assert traj.outcome == "infra_error" and not traj.scored
+    assert traj.retries == FAST_RETRY.max_retries
+    assert len(traj.rewards) == 1  # the completed step is kept
+    assert len(openai_server.requests) == 1 + FAST_RETRY.max_retries + 1
+
+
+def test_retry_after_is_honoured(openai_server: FakeOpenAIServer, backend: str) -> None:
+    openai_server.enqueue(Fault.status(429, retry_after=0.6), Reply("\\boxed{7}"))
+    slow = RetryPolicy(max_retries=2, timeout_s=2.0, initial_wait_s=0.0, max_wait_s=5.0)
+    traj = play(model_for(openai_server, backend, retry=slow))
+    assert traj.success and traj.retries == 1
+    assert traj.steps[0].output.latency_s >= 0.6  # waited as told, not the 0 s backoff
+
+
+def test_hung_server_hits_the_time_limit(openai_server: FakeOpenAIServer, backend: str) -> None:
+    openai_server.latency = 5.0
+    patient = RetryPolicy(max_retries=0, timeout_s=30.0)
+    traj = play(model_for(openai_server, backend, retry=patient), limits=Limits(max_time_s=0.5))
+    assert (traj.outcome, traj.truncated_by) == ("truncated", "max_time")
+    assert traj.duration_s < 3
+
+
+def test_secrets_are_redacted_from_errors(openai_server: FakeOpenAIServer, backend: str) -> None:
+    key = "sk-test-key-0123456789abcdef"
+    body = {"error": {"message": f"Incorrect API key provided: {key}", "type": "auth"}}
+    openai_server.enqueue(Fault.status(401, body=body))
+    traj = play(model_for(openai_server, backend))
+    assert openai_server.requests[0].authorization == f"Bearer {key}"
+    assert traj.outcome == "model_error"
+    assert key not in traj.model_dump_json() and "[REDACTED]" in (traj.error or "")
+
+
+def test_connection_limit_shrinks_on_429s(openai_server: FakeOpenAIServer, backend: str) -> None:
+    model = model_for(
+        openai_server,
+        backend,
+        concurrency=20,
+        retry=RetryPolicy(max_retries=5, timeout_s=2.0, initial_wait_s=0.01, max_wait_s=0.05),
+    )
+    openai_server.enqueue(*[Fault.status(429)] * 20)  # the first 20 calls are refused
+
+    async def main() -> list[Any]:
+        calls = [model.generate([{"role": "user", "content": "hi"}]) for _ in range(20)]
+        return await asyncio.gather(*calls)
+
+    outputs = asyncio.run(main())
+    assert all(o.text for o in outputs)
+    assert model.limit.limit < 20  # cut by 429s, and a run of 20 successes is not yet back
+    assert model.limit.epoch >= 1
+
+
+def test_missing_api_key_is_one_clear_error(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    model = get_model("openai/gpt-4o")
+    with pytest.raises(MissingAPIKeyError, match="OPENAI_API_KEY"):
+        asyncio.run(model.start())
+
+
+def test_direct_backend_needs_a_base_url() -> None:
+    with pytest.raises(UserError, match="model-base-url"):
+        get_model("hosted_vllm/qwen", backend="openai")
+    with pytest.raises(UserError, match="unknown model backend"):
+        get_model("openai/x", backend="grpc")
