@@ -1,6 +1,7 @@
 """Harness overhead: gem-eval's agent loop against the fake server, and a bare client.
 
-N episodes x 5 model calls (4 tool calls, then the answer) at concurrency 64, against
+N episodes x 5 model calls (4 tool calls, then the answer) with at most 64 model calls
+in flight (episodes are not limited: they wait on the model's connection limit), against
 the fake OpenAI-compatible server (tests/fixtures/openai_server.py) in its own process:
 
 * latency-bound (1.0 s per call): ``ratio_latency_bound`` = wall / ideal, where
@@ -80,15 +81,18 @@ async def gem_eval_run(
     """400 episodes through run_episode; returns wall s, CPU s, the trajectories."""
     retry = RetryPolicy(max_retries=2, timeout_s=60.0)
     model = get_model(
-        "openai/fake", base_url=base_url, backend=backend, retry=retry, concurrency=CONCURRENCY
+        "openai/fake",
+        base_url=base_url,
+        backend=backend,
+        retry=retry,
+        concurrency=CONCURRENCY,
+        max_concurrency=CONCURRENCY,
     )
-    slots = asyncio.Semaphore(CONCURRENCY)
     tools = [PythonStub()]
 
     async def one(seed: int) -> Trajectory:
-        async with slots:
-            env = make("game:GuessTheNumber-v0", min_number=1, max_number=1, max_turns=1)
-            return await run_episode(env, model, tools, Limits(max_turns=10), seed=seed)
+        env = make("game:GuessTheNumber-v0", min_number=1, max_number=1, max_turns=1)
+        return await run_episode(env, model, tools, Limits(max_turns=10), seed=seed)
 
     async with model:
         await one(-1)  # warm-up: imports, connection pool
@@ -110,20 +114,20 @@ async def bare_client_run(base_url: str, episodes: int) -> float:
     slots = asyncio.Semaphore(CONCURRENCY)
 
     async def one() -> None:
-        async with slots:
-            messages: list[Any] = [{"role": "user", "content": "Guess a number."}]
-            for _ in range(CALLS_PER_EPISODE):
+        messages: list[Any] = [{"role": "user", "content": "Guess a number."}]
+        for _ in range(CALLS_PER_EPISODE):
+            async with slots:  # 64 calls in flight, as the model's limit allows gem-eval
                 reply = await client.chat.completions.create(
                     model="fake",
                     messages=messages,
                     tools=tools,  # type: ignore[arg-type]
                 )
-                message = reply.choices[0].message
-                if not message.tool_calls:
-                    break
-                messages.append(message.model_dump(exclude_none=True))
-                call = message.tool_calls[0]
-                messages.append({"role": "tool", "tool_call_id": call.id, "content": "1"})
+            message = reply.choices[0].message
+            if not message.tool_calls:
+                break
+            messages.append(message.model_dump(exclude_none=True))
+            call = message.tool_calls[0]
+            messages.append({"role": "tool", "tool_call_id": call.id, "content": "1"})
 
     await one()
     start = time.perf_counter()

@@ -20,6 +20,7 @@ def get_model(
     backend: str = "litellm",
     retry: RetryPolicy | None = None,
     concurrency: int | None = None,
+    max_concurrency: int = 100,
 ) -> Model:
     """Build the model ``spec`` names.
 
@@ -36,6 +37,7 @@ def get_model(
             OpenAI-compatible servers (needs ``base_url``), with less CPU per call.
         retry: Retries and per-call timeout.
         concurrency: Initial connection limit (adapts to 429s).
+        max_concurrency: The most the limit grows to.
     """
     if backend not in BACKENDS:
         raise UserError(f"unknown model backend {backend!r}: choose {' or '.join(BACKENDS)}")
@@ -53,6 +55,7 @@ def get_model(
         backend=backend,
         retry=retry,
         concurrency=concurrency,
+        max_concurrency=max_concurrency,
     )
 
 
@@ -64,6 +67,7 @@ def api_model(
     backend: str = "litellm",
     retry: RetryPolicy | None = None,
     concurrency: int | None = None,
+    max_concurrency: int = 100,
     name: str | None = None,
 ) -> ChatAPIModel:
     """A model behind an HTTP chat API, through litellm or the direct client."""
@@ -79,10 +83,17 @@ def api_model(
             api_key=api_key,
             retry=retry,
             concurrency=concurrency,
+            max_concurrency=max_concurrency,
             name=name or spec,
         )
     from gem_eval.models.litellm_model import LiteLLMModel
 
     return LiteLLMModel(
-        spec, api_base=base_url, api_key=api_key, retry=retry, concurrency=concurrency, name=name
+        spec,
+        api_base=base_url,
+        api_key=api_key,
+        retry=retry,
+        concurrency=concurrency,
+        max_concurrency=max_concurrency,
+        name=name,
     )

@@ -64,6 +64,13 @@ class LocalModel(Model):
                 name=self.name,
             )
 
+    @property
+    def base_url(self) -> str:
+        """The local server's ``/v1`` URL, once started."""
+        if self._server is None:
+            raise RuntimeError("the local model has not been started")
+        return str(self._server.base_url)
+
     async def generate(
         self,
         messages: list[Message],

@@ -203,3 +203,22 @@ def test_direct_backend_needs_a_base_url() -> None:
         get_model("hosted_vllm/qwen", backend="openai")
     with pytest.raises(UserError, match="unknown model backend"):
         get_model("openai/x", backend="grpc")
+
+
+def test_the_limit_never_grows_past_its_maximum(openai_server: FakeOpenAIServer) -> None:
+    model = get_model(
+        "openai/fake",
+        base_url=openai_server.base_url,
+        backend="openai",
+        concurrency=4,
+        max_concurrency=4,
+    )
+    assert isinstance(model, ChatAPIModel)
+
+    async def main() -> None:
+        calls = [model.generate([{"role": "user", "content": "hi"}]) for _ in range(12)]
+        await asyncio.gather(*calls)
+        await model.aclose()
+
+    asyncio.run(main())  # 12 successes would raise an unbounded limit of 4 to 5
+    assert (model.limit.limit, model.limit.maximum, model.limit.in_flight) == (4, 4, 0)
