@@ -6,15 +6,17 @@ STAMP  := $(VENV)/.installed
 
 .PHONY: demo test lint bench clean
 
+# The `local` extra compiles llama-cpp-python from source the first time (~11 min on
+# 2 cores); pip caches the wheel, so later installs take seconds.
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -e '.[dev]'
+	$(BIN)/python -m pip install --quiet -e '.[dev,local]'
 	touch $(STAMP)
 
-## demo: the main job on the embedded default (a game played by the built-in oracle)
+## demo: the main job on the embedded default: the local Gemma 3 270M plays a game
 demo: $(STAMP)
-	$(BIN)/gem-eval play game:Wordle-v0-easy --policy oracle --seed 0
+	$(BIN)/gem-eval play game:GuessTheNumber-v0-easy --model local/gemma3-270m --seed 0 --max-tokens 48
 
 ## test: the whole test suite (pytest's "no tests collected", exit 5, is a failure)
 test: $(STAMP)
@@ -31,6 +33,7 @@ lint: $(STAMP)
 bench: $(STAMP)
 	$(BIN)/python bench/env_throughput.py
 	$(BIN)/python bench/cli_startup.py
+	$(BIN)/python bench/harness_overhead.py
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache

@@ -14,10 +14,14 @@ def main(argv: list[str] | None = None) -> None:
     with 130 (Typer's handling).
     """
     import os
+    import signal
 
     from gem_eval.cli.app import app
     from gem_eval.errors import GemEvalError, UserError
 
+    # SIGTERM exits like Ctrl-C does, through exit handlers: local model servers and
+    # (later) containers are stopped instead of leaking.
+    signal.signal(signal.SIGTERM, lambda signum, frame: sys.exit(128 + signum))
     try:
         app(args=argv, prog_name="gem-eval", standalone_mode=True)
     except UserError as exc:

@@ -77,7 +77,7 @@ class ChatAPIModel(Model):
             try:
                 output = self._read(await self._request(messages, tools, settings))
             finally:
-                await self.limit.release()
+                self.limit.release()
             self.limit.on_success()
             return output
 

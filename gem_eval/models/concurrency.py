@@ -4,15 +4,18 @@ from __future__ import annotations
 
 import asyncio
 import math
+from collections import deque
 from types import TracebackType
 
 
 class AdaptiveLimit:
-    """A semaphore whose size follows the provider's rate limits (AIMD).
+    """A FIFO semaphore whose size follows the provider's rate limits (AIMD).
 
     A 429 cuts the limit to ``decrease`` times its size (at most once per limit "epoch":
     a burst of 429s from calls started under the same limit counts once). Each run of
-    ``limit`` successes in a row raises it by one, up to ``maximum``.
+    ``limit`` successes raises it by one, up to ``maximum``. Waiters are served in
+    order, and a freed slot wakes exactly one of them (no thundering herd when
+    hundreds of episodes wait on one model).
 
     Args:
         initial: Calls in flight at first.
@@ -30,28 +33,36 @@ class AdaptiveLimit:
         self.in_flight = 0
         self.epoch = 0
         self._successes = 0
-        self._cond: asyncio.Condition | None = None
-        self._loop: asyncio.AbstractEventLoop | None = None
-
-    def _condition(self) -> asyncio.Condition:
-        loop = asyncio.get_running_loop()
-        if self._cond is None or self._loop is not loop:  # one per event loop
-            self._cond, self._loop = asyncio.Condition(), loop
-        return self._cond
+        self._waiters: deque[asyncio.Future[None]] = deque()
 
     async def acquire(self) -> int:
         """Wait for a free slot; return the epoch the call starts in."""
-        cond = self._condition()
-        async with cond:
-            await cond.wait_for(lambda: self.in_flight < self.limit)
+        if self.in_flight < self.limit and not self._waiters:
             self.in_flight += 1
             return self.epoch
+        waiter: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        self._waiters.append(waiter)
+        try:
+            await waiter
+        except asyncio.CancelledError:
+            if waiter.done() and not waiter.cancelled():
+                self.release()  # granted a slot, then cancelled: hand it on
+            else:
+                self._waiters.remove(waiter)
+            raise
+        return self.epoch
 
-    async def release(self) -> None:
-        cond = self._condition()
-        async with cond:
-            self.in_flight -= 1
-            cond.notify_all()
+    def release(self) -> None:
+        """Free a slot taken by :meth:`acquire`."""
+        self.in_flight -= 1
+        self._wake()
+
+    def _wake(self) -> None:
+        while self._waiters and self.in_flight < self.limit:
+            waiter = self._waiters.popleft()
+            if not waiter.done():
+                self.in_flight += 1  # taken on the waiter's behalf
+                waiter.set_result(None)
 
     def on_rate_limit(self, epoch: int) -> None:
         """A call started in ``epoch`` got a 429."""
@@ -63,8 +74,9 @@ class AdaptiveLimit:
     def on_success(self) -> None:
         self._successes += 1
         if self._successes >= self.limit and self.limit < self.maximum:
-            self.limit += 1  # waiters see it when the finishing call releases its slot
+            self.limit += 1
             self._successes = 0
+            self._wake()
 
     async def __aenter__(self) -> int:
         return await self.acquire()
@@ -75,4 +87,4 @@ class AdaptiveLimit:
         exc: BaseException | None,
         tb: TracebackType | None,
     ) -> None:
-        await self.release()
+        self.release()

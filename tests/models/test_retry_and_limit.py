@@ -137,3 +137,26 @@ def test_limit_bounds_calls_in_flight() -> None:
 def test_limit_rejects_inconsistent_bounds() -> None:
     with pytest.raises(ValueError):
         AdaptiveLimit(initial=5, maximum=4)
+
+
+def test_waiters_are_served_in_order_and_cancellation_frees_nothing_twice() -> None:
+    limit = AdaptiveLimit(initial=1, maximum=1)
+    order: list[int] = []
+
+    async def work(n: int) -> None:
+        async with limit:
+            order.append(n)
+            await asyncio.sleep(0)
+
+    async def main() -> None:
+        await limit.acquire()  # hold the only slot
+        tasks = [asyncio.create_task(work(n)) for n in range(4)]
+        await asyncio.sleep(0)
+        tasks[1].cancel()  # a waiter that gives up
+        await asyncio.sleep(0)
+        limit.release()
+        await asyncio.gather(*tasks, return_exceptions=True)
+
+    asyncio.run(main())
+    assert order == [0, 2, 3]
+    assert limit.in_flight == 0
