@@ -6,6 +6,7 @@ import sys
 from typer.testing import CliRunner
 
 from gem_eval.cli.app import app
+from tests.fixtures.openai_server import FakeOpenAIServer, Reply
 
 runner = CliRunner()
 
@@ -106,3 +107,31 @@ def test_human_input_ending_early_is_a_user_error() -> None:
     )
     assert result.returncode == 2
     assert result.stderr.strip() == "error: input ended before the episode did"
+
+
+def test_play_with_a_model_served_over_http(openai_server: FakeOpenAIServer) -> None:
+    openai_server.enqueue(Reply("I guess \\boxed{5}"), Reply("\\boxed{7}"))
+    args = ["play", "game:GuessTheNumber-v0-easy", "--seed", "0", "--model", "openai/fake"]
+    args += ["--model-base-url", openai_server.base_url, "--temperature", "0.2"]
+    result = runner.invoke(app, args, env={"COLUMNS": "200"})
+    assert result.exit_code == 0, result.output
+    assert "5 is too low" in result.output and "Correct! The number was 7" in result.output
+    assert "outcome  completed" in result.output and "success  yes" in result.output
+    assert openai_server.requests[0].body["temperature"] == 0.2
+
+
+def test_missing_api_key_is_one_line_before_any_episode() -> None:
+    import os
+
+    env = {k: v for k, v in os.environ.items() if k != "OPENAI_API_KEY"}
+    result = subprocess.run(
+        [sys.executable, "-m", "gem_eval", "play", "game:GuessTheNumber-v0", "-m", "openai/gpt-4o"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env=env,
+    )
+    assert result.returncode == 2, result.stderr
+    assert result.stderr.strip().splitlines() == [
+        "error: model 'openai/gpt-4o' needs OPENAI_API_KEY: set it in the environment"
+    ]

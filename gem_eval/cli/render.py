@@ -104,23 +104,29 @@ class TrajectoryPrinter:
 
 
 def trajectory_summary(traj: Trajectory, gamma: float) -> None:
-    table = Table(title="episode", title_justify="left")
-    columns = ("env", "model", "outcome", "turns", "success", "return", f"disc. (γ={gamma})")
-    for column in (*columns, "tokens", "cost"):
-        table.add_column(column, overflow="fold")
     outcome = traj.outcome + (f" ({traj.truncated_by})" if traj.truncated_by else "")
-    cost = f"${traj.usage.cost_usd:.4f}" if traj.usage.cost_usd is not None else "-"
-    table.add_row(
-        traj.env_id,
-        traj.model,
-        outcome,
-        str(len(traj.steps)),
-        "yes" if traj.success else "no",
-        f"{traj.total_return:.3f}",
-        f"{traj.discounted_return(gamma):.3f}",
-        str(traj.usage.total_tokens),
-        cost,
-    )
-    console.print(table)
+    usage = traj.usage
+    cost = f"${usage.cost_usd:.4f}" if usage.cost_usd is not None else "unknown"
+    rows = [
+        ("env", traj.env_id),
+        ("model", traj.model),
+        ("outcome", outcome),
+        ("success", "yes" if traj.success else "no"),
+        ("turns", f"{len(traj.steps)} model calls, {len(traj.rewards)} env steps"),
+        (
+            "return",
+            f"{traj.total_return:.3f} (discounted, γ={gamma}: {traj.discounted_return(gamma):.3f})",
+        ),
+        (
+            "tokens",
+            f"{usage.input_tokens} in, {usage.output_tokens} out, {usage.cached_tokens} cached",
+        ),
+        ("cost", cost),
+        ("time", f"{traj.duration_s:.1f} s, {traj.retries} retries"),
+    ]
+    table = Table.grid(padding=(0, 2))
+    for key, value in rows:
+        table.add_row(f"[bold]{key}[/]", escape(value))
+    console.print(Panel(table, title="episode", title_align="left", expand=False))
     if traj.error:
         console.print(f"[red]{escape(traj.error)}[/]")
