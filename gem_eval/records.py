@@ -1,0 +1,158 @@
+"""The plain, serialisable data a run is made of: what to play, and what happened.
+
+* :class:`EpisodeSpec` -- one episode to play: the task (env id + settings + seed), the
+  model, the sample and epoch. An executor needs nothing else, so episodes can be sent to
+  other processes or machines (Ray) as they are.
+* :class:`EpisodeRecord` -- one finished episode: its scores and its full trajectory. One
+  line of ``results/<run-id>/episodes.jsonl``.
+* :class:`RunManifest` -- ``results/<run-id>/manifest.json``.
+
+All are versioned pydantic models (``schema_version``); the file formats are a contract.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, Field
+
+from gem_eval.agent.trajectory import Outcome, Trajectory
+
+RECORD_SCHEMA_VERSION = 1
+
+Scorer = Literal["success", "return", "discounted_return"]
+"""How an episode's ``score`` is computed from its trajectory.
+
+* ``success``: 1.0 when the env reported success, else 0.0 (the default).
+* ``return``: the undiscounted sum of rewards.
+* ``discounted_return``: the sum of ``gamma**t * r_t``.
+"""
+
+
+class ModelSpec(BaseModel):
+    """A model as the run was asked to use it (never holds an API key)."""
+
+    name: str
+    base_url: str | None = None
+    backend: str = "litellm"
+    args: dict[str, Any] = Field(default_factory=dict)
+
+
+class LimitsSpec(BaseModel):
+    """Per-episode limits (see :class:`gem_eval.agent.Limits`)."""
+
+    max_turns: int | None = 50
+    max_tokens: int | None = None
+    max_time_s: float | None = None
+    max_cost_usd: float | None = None
+
+
+class TaskSpec(BaseModel):
+    """One task of a suite, resolved: everything needed to build its env and score it."""
+
+    id: str
+    env_id: str
+    env_kwargs: dict[str, Any] = Field(default_factory=dict)
+    category: str | None = None
+    tags: list[str] = Field(default_factory=list)
+    tools: list[str] = Field(default_factory=list)
+    tool_mode: Literal["native", "text"] = "native"
+    system_prompt: str | None = None
+    limits: LimitsSpec = Field(default_factory=LimitsSpec)
+    generation: dict[str, Any] = Field(default_factory=dict)
+    scorer: Scorer = "success"
+    gamma: float = 1.0
+
+
+class EpisodeSpec(BaseModel):
+    """One episode to play. ``key`` is unique within a run and stable across resumes."""
+
+    key: str
+    task: TaskSpec
+    model: ModelSpec
+    sample: int
+    epoch: int
+    seed: int | None
+    sample_kwargs: dict[str, Any] = Field(default_factory=dict)
+
+    @staticmethod
+    def make_key(model: str, task_id: str, sample: int, epoch: int) -> str:
+        return f"{model}|{task_id}|{sample}|{epoch}"
+
+
+class EpisodeRecord(BaseModel):
+    """One finished episode: one line of ``episodes.jsonl``."""
+
+    schema_version: int = RECORD_SCHEMA_VERSION
+    run_id: str
+    key: str
+    model: str
+    task_id: str
+    category: str | None = None
+    sample: int
+    epoch: int
+    seed: int | None = None
+    outcome: Outcome | Literal["cancelled"]
+    score: float | None
+    success: bool
+    turns: int
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cost_usd: float | None = None
+    latency_s: float = 0.0
+    retries: int = 0
+    started_at: float
+    finished_at: float
+    trajectory: Trajectory | None = None
+
+    @property
+    def scored(self) -> bool:
+        """False for episodes an infrastructure failure (or Ctrl-C) cut short."""
+        return self.outcome in ("completed", "truncated", "model_error")
+
+
+EPISODE_COLUMNS = [
+    "run_id",
+    "key",
+    "model",
+    "task_id",
+    "category",
+    "sample",
+    "epoch",
+    "outcome",
+    "score",
+    "success",
+    "turns",
+    "input_tokens",
+    "output_tokens",
+    "cost_usd",
+    "latency_s",
+    "retries",
+]
+"""The per-episode columns of the index (and of leaderboard data frames), in order."""
+
+
+RunStatus = Literal["running", "finished", "interrupted", "budget_exhausted", "failed"]
+
+
+class RunManifest(BaseModel):
+    """``results/<run-id>/manifest.json``: what a run was and how it went."""
+
+    schema_version: int = RECORD_SCHEMA_VERSION
+    run_id: str
+    suite: str
+    suite_path: str | None = None
+    suite_hash: str
+    models: list[ModelSpec]
+    tasks: list[TaskSpec]
+    episodes_planned: int
+    seed: int | None = None
+    epochs: int = 1
+    gem_eval_version: str
+    git_commit: str | None = None
+    host: str
+    started_at: float
+    finished_at: float | None = None
+    status: RunStatus = "running"
+    max_cost_usd: float | None = None
+    extra: dict[str, Any] = Field(default_factory=dict)
