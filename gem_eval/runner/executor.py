@@ -1,0 +1,97 @@
+"""Executors play :class:`~gem_eval.records.EpisodeSpec` s and return records.
+
+The runner hands an executor plain data (a spec) and gets plain data back (a record), so
+an executor that ships episodes to other processes or machines (Ray) can replace the
+local one without touching the agent loop or the runner.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from abc import ABC, abstractmethod
+from typing import Any
+
+from gem_eval.agent import Limits, run_episode
+from gem_eval.errors import UserError
+from gem_eval.models.base import GenerateConfig, Model
+from gem_eval.records import EpisodeRecord, EpisodeSpec, ModelSpec
+from gem_eval.registration import make
+from gem_eval.runner.scoring import to_record
+from gem_eval.tools.base import Tool
+
+
+class Executor(ABC):
+    """Plays episodes. ``start``/``aclose`` bracket a run."""
+
+    @abstractmethod
+    async def run(self, run_id: str, spec: EpisodeSpec) -> EpisodeRecord:
+        """Play one episode and return its record (failures become outcomes, not raises)."""
+
+    async def start(self, models: list[ModelSpec]) -> None:  # noqa: B027 - optional hook
+        """Prepare shared resources (start models) before the first episode."""
+
+    async def aclose(self) -> None:  # noqa: B027 - optional hook
+        """Release shared resources."""
+
+
+class LocalExecutor(Executor):
+    """Plays episodes in this process on the asyncio loop.
+
+    Args:
+        model_factory: Builds a :class:`Model` from a :class:`ModelSpec` (one instance per
+            model is shared by all its episodes, so its connection limit is shared).
+        tools: Tool factories by name, for the names tasks list.
+    """
+
+    def __init__(
+        self,
+        model_factory: Any,
+        tools: dict[str, Any] | None = None,
+    ) -> None:
+        self.model_factory = model_factory
+        self.tool_factories = tools or {}
+        self.models: dict[str, Model] = {}
+
+    async def start(self, models: list[ModelSpec]) -> None:
+        for spec in models:
+            if spec.name not in self.models:
+                model = self.model_factory(spec)
+                await model.start()
+                self.models[spec.name] = model
+
+    async def run(self, run_id: str, spec: EpisodeSpec) -> EpisodeRecord:
+        started = time.time()
+        model = self.models[spec.model.name]
+        task = spec.task
+        env = await asyncio.to_thread(make, task.env_id, **task.env_kwargs, **spec.sample_kwargs)
+        try:
+            trajectory = await run_episode(
+                env,
+                model,
+                self._tools(task.tools),
+                Limits(**task.limits.model_dump()),
+                seed=spec.seed,
+                config=GenerateConfig(**task.generation),
+                tool_mode=task.tool_mode,
+                system_prompt=task.system_prompt,
+            )
+        finally:
+            env.close()
+        return to_record(run_id, spec, trajectory, started)
+
+    def check_tools(self, names: list[str]) -> None:
+        """Raise :class:`UserError` for a tool name no factory is known for."""
+        missing = [n for n in names if n not in self.tool_factories]
+        if missing:
+            known = ", ".join(self.tool_factories) or "none yet"
+            raise UserError(f"unknown tool(s) {', '.join(missing)} (available: {known})")
+
+    def _tools(self, names: list[str]) -> list[Tool]:
+        self.check_tools(names)
+        return [self.tool_factories[n]() for n in names]
+
+    async def aclose(self) -> None:
+        for model in self.models.values():
+            await model.aclose()
+        self.models.clear()

@@ -1,0 +1,96 @@
+"""From a trajectory to an episode's score and record."""
+
+from __future__ import annotations
+
+import time
+from typing import Literal
+
+from gem_eval.agent.trajectory import Trajectory
+from gem_eval.records import EpisodeRecord, EpisodeSpec, Scorer
+
+
+def score(trajectory: Trajectory, scorer: Scorer, gamma: float) -> float | None:
+    """The episode's score, or ``None`` when it cannot be scored (an infrastructure or
+    env failure cut it short: such episodes are excluded, never counted as 0)."""
+    if not trajectory.scored:
+        return None
+    if scorer == "success":
+        return 1.0 if trajectory.success else 0.0
+    if scorer == "return":
+        return trajectory.total_return
+    return trajectory.discounted_return(gamma)
+
+
+def to_record(
+    run_id: str, spec: EpisodeSpec, trajectory: Trajectory, started_at: float
+) -> EpisodeRecord:
+    """The record of a played episode."""
+    usage = trajectory.usage
+    return EpisodeRecord(
+        run_id=run_id,
+        key=spec.key,
+        model=spec.model.name,
+        task_id=spec.task.id,
+        category=spec.task.category,
+        sample=spec.sample,
+        epoch=spec.epoch,
+        seed=spec.seed,
+        outcome=trajectory.outcome,
+        score=score(trajectory, spec.task.scorer, spec.task.gamma),
+        success=trajectory.success,
+        turns=len(trajectory.steps),
+        input_tokens=usage.input_tokens,
+        output_tokens=usage.output_tokens,
+        cost_usd=usage.cost_usd,
+        latency_s=trajectory.duration_s,
+        retries=trajectory.retries,
+        started_at=started_at,
+        finished_at=time.time(),
+        trajectory=trajectory,
+    )
+
+
+def cancelled_record(run_id: str, spec: EpisodeSpec, started_at: float) -> EpisodeRecord:
+    """The record of an episode stopped by Ctrl-C: not scored, run again on resume."""
+    return _unplayed(run_id, spec, started_at, "cancelled", None)
+
+
+def failed_record(
+    run_id: str, spec: EpisodeSpec, started_at: float, exc: BaseException
+) -> EpisodeRecord:
+    """The record of an episode whose executor failed (not the model's fault)."""
+    error = f"{type(exc).__name__}: {exc}"
+    trajectory = Trajectory(
+        env_id=spec.task.env_id,
+        model=spec.model.name,
+        seed=spec.seed,
+        outcome="infra_error",
+        error=error,
+    )
+    return _unplayed(run_id, spec, started_at, "infra_error", trajectory)
+
+
+def _unplayed(
+    run_id: str,
+    spec: EpisodeSpec,
+    started_at: float,
+    outcome: Literal["cancelled", "infra_error"],
+    trajectory: Trajectory | None,
+) -> EpisodeRecord:
+    return EpisodeRecord(
+        run_id=run_id,
+        key=spec.key,
+        model=spec.model.name,
+        task_id=spec.task.id,
+        category=spec.task.category,
+        sample=spec.sample,
+        epoch=spec.epoch,
+        seed=spec.seed,
+        outcome=outcome,
+        score=None,
+        success=False,
+        turns=0,
+        started_at=started_at,
+        finished_at=time.time(),
+        trajectory=trajectory,
+    )

@@ -1,0 +1,151 @@
+"""The runner's scheduling, budget, cancellation and executor failures (no store)."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+
+import pytest
+
+from gem_eval.agent.trajectory import Trajectory
+from gem_eval.models import ScriptedModel, Usage
+from gem_eval.records import EpisodeRecord, EpisodeSpec, ModelSpec, TaskSpec
+from gem_eval.runner import (
+    EXIT_BUDGET,
+    EXIT_INFRA_ERRORS,
+    EXIT_INTERRUPTED,
+    EXIT_OK,
+    Executor,
+    LocalExecutor,
+    Runner,
+)
+from gem_eval.runner.scoring import to_record
+
+
+def specs(n: int, env_id: str = "game:GuessTheNumber-v0-easy") -> list[EpisodeSpec]:
+    task = TaskSpec(id="guess", env_id=env_id)
+    model = ModelSpec(name="scripted")
+    return [
+        EpisodeSpec(
+            key=EpisodeSpec.make_key("scripted", "guess", i, 0),
+            task=task,
+            model=model,
+            sample=i,
+            epoch=0,
+            seed=i,
+        )
+        for i in range(n)
+    ]
+
+
+class FakeExecutor(Executor):
+    """Sleeps, costs ``cost`` per episode, fails on the keys in ``fail``."""
+
+    def __init__(
+        self, delay: float = 0.01, cost: float = 0.0, fail: set[int] | None = None
+    ) -> None:
+        self.delay, self.cost, self.fail = delay, cost, fail or set()
+        self.in_flight = self.peak = 0
+
+    async def run(self, run_id: str, spec: EpisodeSpec) -> EpisodeRecord:
+        self.in_flight += 1
+        self.peak = max(self.peak, self.in_flight)
+        try:
+            await asyncio.sleep(self.delay)
+            if spec.sample in self.fail:
+                raise RuntimeError(f"executor broke on sample {spec.sample}")
+            traj = Trajectory(env_id=spec.task.env_id, model=spec.model.name, success=True)
+            traj.usage = Usage(input_tokens=1, cost_usd=self.cost)
+            return to_record(run_id, spec, traj, time.time())
+        finally:
+            self.in_flight -= 1
+
+
+def test_every_episode_is_played_with_bounded_concurrency() -> None:
+    executor, seen = FakeExecutor(), []
+    runner = Runner("run1", executor, [seen.append], concurrency=4)
+    summary = asyncio.run(runner.run(specs(20)))
+    assert (summary.status, summary.exit_code) == ("finished", EXIT_OK)
+    assert sorted(r.sample for r in seen) == list(range(20))
+    assert executor.peak == 4
+    assert all(r.score == 1.0 and r.run_id == "run1" for r in seen)
+
+
+def test_budget_stops_scheduling() -> None:
+    seen: list[EpisodeRecord] = []
+    runner = Runner("r", FakeExecutor(cost=1.0), [seen.append], concurrency=1, max_cost_usd=3.0)
+    summary = asyncio.run(runner.run(specs(10)))
+    assert (summary.status, summary.exit_code) == ("budget_exhausted", EXIT_BUDGET)
+    assert len(seen) == 3 and summary.cost_usd == 3.0
+
+
+def test_executor_failures_are_infra_errors_and_the_run_goes_on() -> None:
+    seen: list[EpisodeRecord] = []
+    runner = Runner("r", FakeExecutor(fail={2}), [seen.append], concurrency=2)
+    summary = asyncio.run(runner.run(specs(5)))
+    assert summary.exit_code == EXIT_INFRA_ERRORS and summary.outcomes["infra_error"] == 1
+    broken = next(r for r in seen if r.sample == 2)
+    assert broken.score is None and not broken.scored
+    assert broken.trajectory is not None
+    assert "executor broke on sample 2" in (broken.trajectory.error or "")
+    assert len(seen) == 5
+
+
+def test_cancelling_records_in_flight_episodes_as_cancelled() -> None:
+    seen: list[EpisodeRecord] = []
+    runner = Runner("r", FakeExecutor(delay=0.2), [seen.append], concurrency=3)
+
+    async def main() -> object:
+        task = asyncio.create_task(runner.run(specs(9)))
+        await asyncio.sleep(0.3)  # the first 3 finished, 3 more in flight
+        task.cancel()
+        return await task
+
+    summary = asyncio.run(main())
+    assert (summary.status, summary.exit_code) == ("interrupted", EXIT_INTERRUPTED)  # type: ignore[attr-defined]
+    outcomes = sorted(r.outcome for r in seen)
+    assert outcomes == ["cancelled"] * 3 + ["completed"] * 3
+    assert all(r.score is None for r in seen if r.outcome == "cancelled")
+
+
+def test_local_executor_plays_a_real_env_with_a_model() -> None:
+    replies = ["\\boxed{5}", "\\boxed{8}", "\\boxed{7}"]
+    executor = LocalExecutor(lambda spec: ScriptedModel(replies, name=spec.name))
+    seen: list[EpisodeRecord] = []
+
+    async def main() -> None:
+        await executor.start([ModelSpec(name="scripted")])
+        await Runner("r", executor, [seen.append]).run(specs(1))
+        await executor.aclose()
+
+    asyncio.run(main())
+    [record] = seen
+    assert record.outcome == "completed" and record.success and record.score == 1.0
+    assert record.turns == 3 and record.trajectory is not None
+    assert record.trajectory.seed == 0
+
+
+def test_scorers() -> None:
+    from gem_eval.agent.trajectory import Step
+    from gem_eval.models.base import ModelOutput
+    from gem_eval.runner import score
+
+    steps = [
+        Step(index=i, output=ModelOutput(), action="a", reward=r) for i, r in enumerate([0.5, 1.0])
+    ]
+    traj = Trajectory(env_id="x", model="m", success=True, steps=steps)
+    assert score(traj, "success", 1.0) == 1.0
+    assert score(traj, "return", 1.0) == 1.5
+    assert score(traj, "discounted_return", 0.5) == 1.0
+    traj.outcome = "model_error"
+    assert score(traj, "success", 1.0) == 1.0  # scored: the model's own failure counts
+    traj.outcome = "infra_error"
+    assert score(traj, "success", 1.0) is None
+
+
+def test_unknown_tools_are_a_user_error() -> None:
+    from gem_eval.errors import UserError
+
+    executor = LocalExecutor(lambda spec: ScriptedModel(["x"]))
+    with pytest.raises(UserError, match="unknown tool"):
+        executor.check_tools(["nope"])
