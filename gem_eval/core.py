@@ -89,6 +89,11 @@ class Env(ABC):
         """The innermost env (itself, for an env that is not a wrapper)."""
         return self
 
+    @property
+    def native_async(self) -> bool:
+        """True when the env has async methods of its own (an overridden ``astep``)."""
+        return type(self).astep is not Env.astep
+
     def __enter__(self) -> Env:
         return self
 
@@ -103,19 +108,40 @@ class Env(ABC):
 class Wrapper(Env):
     """Wraps an env to change one aspect of it; forwards everything else.
 
-    Override one of :meth:`reset` / :meth:`step` and call the wrapped env through
-    ``self.env``. Attribute look-ups that the wrapper does not define fall through to
-    the wrapped env, so ``wrapper.max_turns`` reads the game's setting.
+    Override one hook: :meth:`on_reset` (sees the reset result) or :meth:`on_step` (sees
+    the action and the step result). The hooks serve ``reset``/``step`` and
+    ``areset``/``astep`` alike, so a wrapper keeps a natively async env async. (A wrapper
+    that must decide whether to call the env at all overrides ``step`` and ``astep``.)
+    Attribute look-ups that the wrapper does not define fall through to the wrapped env,
+    so ``wrapper.max_turns`` reads the game's setting.
     """
 
     def __init__(self, env: Env) -> None:  # no super().__init__: the rng lives inside
         self.env = env
 
+    def on_reset(self, result: ResetResult) -> ResetResult:
+        """Change what ``reset`` returns (default: nothing)."""
+        return result
+
+    def on_step(self, action: str, result: StepResult) -> StepResult:
+        """Change what ``step`` returns (default: nothing)."""
+        return result
+
     def reset(self, seed: int | None = None) -> ResetResult:
-        return self.env.reset(seed)
+        return self.on_reset(self.env.reset(seed))
 
     def step(self, action: str) -> StepResult:
-        return self.env.step(action)
+        return self.on_step(action, self.env.step(action))
+
+    async def areset(self, seed: int | None = None) -> ResetResult:
+        return self.on_reset(await self.env.areset(seed))
+
+    async def astep(self, action: str) -> StepResult:
+        return self.on_step(action, await self.env.astep(action))
+
+    @property
+    def native_async(self) -> bool:
+        return self.env.native_async
 
     def close(self) -> None:
         self.env.close()

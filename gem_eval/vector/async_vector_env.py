@@ -63,10 +63,7 @@ class AsyncVectorEnv(VectorEnv):
         self._executor: ThreadPoolExecutor | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
         self.state = AsyncState.IDLE
-        self._inline = [
-            not env.blocking and type(env).astep is Env.astep and type(env).areset is Env.areset
-            for env in self.envs
-        ]
+        self._inline = [not env.blocking and not env.native_async for env in self.envs]
         self._jobs: list[tuple[int, Any]] = []
         self._pending: tuple[list[Any], list[int], asyncio.Future[list[Any]] | None] | None = None
         self._partial = False

@@ -24,16 +24,15 @@ class ChatHistory(Wrapper):
         self.system_prompt = system_prompt
         self.messages: list[Message] = []
 
-    def reset(self, seed: int | None = None) -> ResetResult:
-        obs, info = self.env.reset(seed)
+    def on_reset(self, result: ResetResult) -> ResetResult:
+        obs, info = result
         self.messages = (
             [{"role": "system", "content": self.system_prompt}] if self.system_prompt else []
         )
         self.messages.append({"role": "user", "content": obs})
         return obs, info
 
-    def step(self, action: str) -> StepResult:
-        result = self.env.step(action)
+    def on_step(self, action: str, result: StepResult) -> StepResult:
         self.messages.append({"role": "assistant", "content": action})
         self.messages.append({"role": "user", "content": result[0]})
         return result

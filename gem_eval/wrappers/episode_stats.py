@@ -35,12 +35,11 @@ class EpisodeStats(Wrapper):
         self.gamma = gamma
         self.rewards: list[float] = []
 
-    def reset(self, seed: int | None = None) -> ResetResult:
+    def on_reset(self, result: ResetResult) -> ResetResult:
         self.rewards = []
-        return self.env.reset(seed)
+        return result
 
-    def step(self, action: str) -> StepResult:
-        result = self.env.step(action)
+    def on_step(self, action: str, result: StepResult) -> StepResult:
         self.rewards.append(result[1])
         if not (result[2] or result[3]):
             return result

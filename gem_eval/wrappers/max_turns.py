@@ -19,12 +19,11 @@ class MaxTurns(Wrapper):
         self.max_turns = max_turns
         self.elapsed = 0
 
-    def reset(self, seed: int | None = None) -> ResetResult:
+    def on_reset(self, result: ResetResult) -> ResetResult:
         self.elapsed = 0
-        return self.env.reset(seed)
+        return result
 
-    def step(self, action: str) -> StepResult:
-        result = self.env.step(action)
+    def on_step(self, action: str, result: StepResult) -> StepResult:
         self.elapsed += 1
         if self.elapsed < self.max_turns or result[2] or result[3]:
             return result  # the hot path: pass the tuple on untouched

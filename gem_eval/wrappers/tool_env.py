@@ -59,16 +59,25 @@ class ToolEnv(Wrapper):
     def total_tool_uses(self) -> int:
         return sum(self.tool_uses.values())
 
-    def reset(self, seed: int | None = None) -> ResetResult:
+    def on_reset(self, result: ResetResult) -> ResetResult:
         self.tool_uses = {}
-        return self.env.reset(seed)
+        return result
 
     def step(self, action: str) -> StepResult:
+        answered = self._tool_step(action)
+        return answered if answered is not None else self.env.step(action)
+
+    async def astep(self, action: str) -> StepResult:
+        answered = self._tool_step(action)
+        return answered if answered is not None else await self.env.astep(action)
+
+    def _tool_step(self, action: str) -> StepResult | None:
+        """The tool's answer when ``action`` calls a tool, else ``None``."""
         for tool in self.tools:
             call = tool.parse(action)
             if call is not None:
                 return self._call(tool, call)
-        return self.env.step(action)
+        return None
 
     def _call(self, tool: ActionTool, call: Any) -> StepResult:
         info: dict[str, Any] = {"tool": tool.name}

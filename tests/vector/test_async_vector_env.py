@@ -7,9 +7,10 @@ import threading
 
 import pytest
 
-from gem_eval.core import StepResult
+from gem_eval.core import Env, StepResult
 from gem_eval.errors import VectorEnvError, VectorEnvStateError
 from gem_eval.vector import AsyncState, AsyncVectorEnv
+from gem_eval.wrappers import EpisodeStats, MaxTurns
 from tests.fakes import FakeEnv
 
 
@@ -55,16 +56,24 @@ class RendezvousEnv(FakeEnv):
         return self.step(action)
 
 
-def test_native_async_envs_interleave_on_the_loop() -> None:
-    async def main() -> list[str]:
+@pytest.mark.parametrize("wrapped", [False, True])
+def test_native_async_envs_interleave_on_the_loop(wrapped: bool) -> None:
+    """Also through a wrapper: wrappers keep a natively async env async."""
+
+    def env() -> Env:
+        inner = RendezvousEnv()
+        return EpisodeStats(MaxTurns(inner, 5)) if wrapped else inner
+
+    async def main() -> tuple[list[str], list[dict[str, object]]]:
         RendezvousEnv.arrived = 0
         RendezvousEnv.everyone = asyncio.Event()
-        vec = AsyncVectorEnv([RendezvousEnv() for _ in range(4)])
+        vec = AsyncVectorEnv([env() for _ in range(4)])
         await vec.areset(seed=0)
-        obs, *_ = await vec.astep(["x"] * 4)
-        return obs  # type: ignore[return-value]
+        obs, _, _, _, infos = await vec.astep(["x"] * 4)
+        return obs, infos  # type: ignore[return-value]
 
-    assert asyncio.run(main()) == ["x@1"] * 4
+    obs, infos = asyncio.run(main())
+    assert obs == ["x@1"] * 4 and all(i == {"k": 1} for i in infos)
 
 
 def test_submit_and_wait_are_separate_and_state_is_named() -> None:

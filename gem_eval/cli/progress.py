@@ -1,0 +1,128 @@
+"""Progress of a run: a live rich display on a terminal, plain lines in CI logs.
+
+Both are sinks of the runner (called with every finished record) with ``start`` and
+``stop`` around the run.
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+from collections import Counter, defaultdict
+from typing import Any
+
+from rich.console import Console
+from rich.progress import BarColumn, Progress, TextColumn, TimeRemainingColumn
+
+from gem_eval.records import EpisodeRecord
+
+_ERRORS = ("infra_error", "env_error", "model_error", "cancelled")
+
+
+class _Tally:
+    """Running totals for one task or the whole run."""
+
+    def __init__(self) -> None:
+        self.done = 0
+        self.scored = 0
+        self.passed = 0
+        self.tokens = 0
+        self.cost = 0.0
+        self.errors: Counter[str] = Counter()
+
+    def add(self, record: EpisodeRecord) -> None:
+        self.done += 1
+        self.tokens += record.input_tokens + record.output_tokens
+        self.cost += record.cost_usd or 0.0
+        if record.outcome in _ERRORS:
+            self.errors[record.outcome] += 1
+        if record.scored:
+            self.scored += 1
+            self.passed += int(record.success)
+
+    @property
+    def pass_rate(self) -> str:
+        return f"{self.passed / self.scored:.2f}" if self.scored else "-"
+
+    @property
+    def error_text(self) -> str:
+        return ", ".join(f"{n} {k}" for k, n in self.errors.items()) or "0"
+
+
+class LiveProgress:
+    """A bar per task and one overall, with pass rate, tokens, cost and errors so far."""
+
+    def __init__(self, console: Console | None = None) -> None:
+        self.progress = Progress(
+            TextColumn("{task.description}", style="bold"),
+            BarColumn(),
+            TextColumn("{task.completed}/{task.total}"),
+            TextColumn("pass {task.fields[pass_rate]}"),
+            TextColumn("{task.fields[tokens]} tok"),
+            TextColumn("${task.fields[cost]:.4f}"),
+            TextColumn("err {task.fields[errors]}"),
+            TimeRemainingColumn(),
+            console=console,
+            transient=False,
+        )
+        self.rows: dict[str, Any] = {}
+        self.tallies: dict[str, _Tally] = defaultdict(_Tally)
+
+    def start(self, totals: dict[str, int], done: dict[str, int]) -> None:
+        fields: dict[str, Any] = {"pass_rate": "-", "tokens": 0, "cost": 0.0, "errors": "0"}
+        self.rows["all"] = self.progress.add_task(
+            "all tasks", total=sum(totals.values()), completed=sum(done.values()), **fields
+        )
+        for task_id, total in totals.items():
+            self.rows[task_id] = self.progress.add_task(
+                f"  {task_id}", total=total, completed=done.get(task_id, 0), **fields
+            )
+        self.progress.start()
+
+    def __call__(self, record: EpisodeRecord) -> None:
+        for row in ("all", record.task_id):
+            tally = self.tallies[row]
+            tally.add(record)
+            self.progress.update(
+                self.rows[row],
+                advance=1,
+                pass_rate=tally.pass_rate,
+                tokens=tally.tokens,
+                cost=tally.cost,
+                errors=tally.error_text,
+            )
+
+    def stop(self) -> None:
+        self.progress.stop()
+
+
+class PlainProgress:
+    """One line per ``every`` episodes (and at the end), for CI logs and pipes."""
+
+    def __init__(self, every: int = 25, stream: Any = None) -> None:
+        self.every = every
+        self.stream = stream or sys.stderr
+        self.tally = _Tally()
+        self.total = 0
+        self.started = time.monotonic()
+
+    def start(self, totals: dict[str, int], done: dict[str, int]) -> None:
+        self.total = sum(totals.values()) - sum(done.values())
+        self._line(f"{self.total} episodes to play ({sum(done.values())} already done)")
+
+    def __call__(self, record: EpisodeRecord) -> None:
+        self.tally.add(record)
+        if self.tally.done % self.every == 0 or self.tally.done == self.total:
+            t = self.tally
+            elapsed = time.monotonic() - self.started
+            eta = elapsed / t.done * (self.total - t.done) if t.done else 0.0
+            self._line(
+                f"{t.done}/{self.total} done, pass {t.pass_rate}, {t.tokens} tokens, "
+                f"${t.cost:.4f}, errors {t.error_text}, eta {eta:.0f}s"
+            )
+
+    def stop(self) -> None:
+        pass
+
+    def _line(self, text: str) -> None:
+        print(f"[gem-eval] {text}", file=self.stream, flush=True)
