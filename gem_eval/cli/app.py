@@ -9,6 +9,7 @@ import typer
 from gem_eval._version import __version__
 from gem_eval.cli.envs import envs_app
 from gem_eval.cli.play import play
+from gem_eval.cli.run import run
 
 app = typer.Typer(
     name="gem-eval",
@@ -17,8 +18,9 @@ app = typer.Typer(
     add_completion=False,
     pretty_exceptions_show_locals=False,
 )
-app.add_typer(envs_app, name="envs")
+app.command()(run)
 app.command()(play)
+app.add_typer(envs_app, name="envs")
 
 
 def _print_version(value: bool) -> None:

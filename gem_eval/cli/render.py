@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from rich.console import Console
 from rich.markup import escape
@@ -130,3 +130,32 @@ def trajectory_summary(traj: Trajectory, gamma: float) -> None:
     console.print(Panel(table, title="episode", title_align="left", expand=False))
     if traj.error:
         console.print(f"[red]{escape(traj.error)}[/]")
+
+
+def run_summary(run_dir: Any, summary: Any) -> None:
+    """Per model and task of one run: scored episodes, mean score, pass rate, errors."""
+    from collections import defaultdict
+
+    rows: dict[tuple[str, str], list[Any]] = defaultdict(list)
+    for record in run_dir.latest_by_key().values():
+        rows[(record.model, record.task_id)].append(record)
+    table = Table(title=f"run {run_dir.run_id}: {summary.status}", title_justify="left")
+    for column in ("model", "task", "scored", "mean score", "pass rate", "tokens", "errors"):
+        table.add_column(column, overflow="fold")
+    for (model, task), records in sorted(rows.items()):
+        scored = [r for r in records if r.scored]
+        mean = sum(r.score or 0.0 for r in scored) / len(scored) if scored else None
+        rate = sum(r.success for r in scored) / len(scored) if scored else None
+        errors = len(records) - len(scored)
+        table.add_row(
+            escape(model),
+            escape(task),
+            str(len(scored)),
+            f"{mean:.3f}" if mean is not None else "-",
+            f"{rate:.2f}" if rate is not None else "-",
+            str(sum(r.input_tokens + r.output_tokens for r in records)),
+            str(errors),
+        )
+    console.print(table)
+    counts = ", ".join(f"{n} {k}" for k, n in sorted(summary.outcomes.items())) or "nothing played"
+    console.print(f"this session: {counts}; exit code {summary.exit_code}")

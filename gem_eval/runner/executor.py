@@ -21,6 +21,15 @@ from gem_eval.runner.scoring import to_record
 from gem_eval.tools.base import Tool
 
 
+def generate_config(task_settings: dict[str, Any], model_args: dict[str, Any]) -> GenerateConfig:
+    """The task's generation settings with the model's ``-M key=value`` arguments on top;
+    keys that are not settings pass through to the provider (``extra``)."""
+    merged = {**task_settings, **model_args}
+    known = {k: v for k, v in merged.items() if k in GenerateConfig.model_fields and k != "extra"}
+    extra = {k: v for k, v in merged.items() if k not in known}
+    return GenerateConfig(**known, extra=extra)
+
+
 class Executor(ABC):
     """Plays episodes. ``start``/``aclose`` bracket a run."""
 
@@ -72,7 +81,7 @@ class LocalExecutor(Executor):
                 self._tools(task.tools),
                 Limits(**task.limits.model_dump()),
                 seed=spec.seed,
-                config=GenerateConfig(**task.generation),
+                config=generate_config(task.generation, spec.model.args),
                 tool_mode=task.tool_mode,
                 system_prompt=task.system_prompt,
             )

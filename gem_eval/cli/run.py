@@ -1,0 +1,135 @@
+"""``gem-eval run``: play a suite with one or more models and record every episode."""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+
+from gem_eval.errors import UserError
+
+RESULTS_ENV = "GEM_EVAL_RESULTS"
+
+
+def results_root(option: Path | None) -> Path:
+    """``--results-dir``, else ``$GEM_EVAL_RESULTS``, else ``./results``."""
+    return option or Path(os.environ.get(RESULTS_ENV, "results"))
+
+
+def _key_values(pairs: list[str], flag: str) -> dict[str, Any]:
+    import yaml
+
+    out: dict[str, Any] = {}
+    for pair in pairs:
+        key, sep, value = pair.partition("=")
+        if not sep or not key.strip():
+            raise UserError(f"{flag} takes key=value, got {pair!r}")
+        try:
+            out[key.strip()] = yaml.safe_load(value)
+        except yaml.YAMLError:
+            raise UserError(f"{flag} {key.strip()}: cannot read the value {value!r}") from None
+    return out
+
+
+def run(
+    suite: Annotated[
+        str | None, typer.Option("--suite", "-s", help="A suite name (suites/NAME.yaml) or path.")
+    ] = None,
+    model: Annotated[
+        list[str] | None,
+        typer.Option("--model", "-m", help="A model; repeat to run the same samples on each."),
+    ] = None,
+    resume: Annotated[
+        str | None, typer.Option(help="RUN_ID or 'latest': play only what is missing.")
+    ] = None,
+    limit: Annotated[int | None, typer.Option(help="Samples per task.")] = None,
+    epochs: Annotated[int | None, typer.Option(help="Attempts per sample (pass@k).")] = None,
+    seed: Annotated[int | None, typer.Option(help="Base seed of the samples.")] = None,
+    max_turns: Annotated[int | None, typer.Option(help="Model calls per episode.")] = None,
+    concurrency: Annotated[int, typer.Option(help="Episodes in flight.")] = 64,
+    max_cost: Annotated[
+        float | None, typer.Option(help="Stop scheduling once the run cost this many USD.")
+    ] = None,
+    model_arg: Annotated[
+        list[str] | None,
+        typer.Option("--model-arg", "-M", help="Generation setting key=value (temperature=0.7)."),
+    ] = None,
+    model_base_url: Annotated[
+        str | None, typer.Option(help="Base URL of an OpenAI-compatible server.")
+    ] = None,
+    model_backend: Annotated[
+        str, typer.Option(help="litellm, or openai (direct client for compatible servers).")
+    ] = "litellm",
+    results_dir: Annotated[
+        Path | None,
+        typer.Option(help=f"Where runs are stored (default ${RESULTS_ENV} or ./results)."),
+    ] = None,
+    quiet: Annotated[
+        bool,
+        typer.Option("--quiet", "-q", help="Plain progress lines (the default when not a TTY)."),
+    ] = False,
+) -> None:
+    """Run a suite: every task, sample and epoch, for every model; record and score it.
+
+    Exit codes: 0 every episode scored; 3 some ended in infrastructure errors (recorded,
+    and --resume re-runs them); 4 --max-cost stopped the run; 130 interrupted (resumable);
+    2 bad input; 1 other failures.
+    """
+    import asyncio
+
+    from gem_eval.cli import render
+    from gem_eval.cli.progress import LiveProgress, PlainProgress
+    from gem_eval.records import ModelSpec
+    from gem_eval.runner.session import RunOptions, execute_run, plan_run
+
+    if model_backend not in ("litellm", "openai"):
+        raise UserError(f"unknown model backend {model_backend!r}: choose litellm or openai")
+    overrides: dict[str, Any] = {}
+    if max_turns is not None:
+        overrides["max_turns"] = max_turns
+    args = _key_values(model_arg or [], "--model-arg")
+    models = [
+        ModelSpec(name=m, base_url=model_base_url, backend=model_backend, args=args)
+        for m in model or []
+    ]
+    options = RunOptions(
+        limit=limit,
+        epochs=epochs,
+        seed=seed,
+        overrides=overrides,
+        concurrency=concurrency,
+        max_cost_usd=max_cost,
+    )
+    root = results_root(results_dir)
+    plan = plan_run(suite, models, options, root, resume=resume)
+    run_id = plan.manifest.run_id
+    live = not quiet and sys.stderr.isatty()
+    progress: Any = LiveProgress() if live else PlainProgress()
+    render.console.print(
+        f"run [bold]{run_id}[/]: suite {plan.manifest.suite}, "
+        f"{len(plan.todo)} episodes to play ({sum(plan.done.values())} done) -> {plan.run_dir.path}"
+    )
+    progress.start(dict(plan.totals), dict(plan.done))
+
+    async def main() -> Any:
+        import signal
+
+        task = asyncio.current_task()
+        assert task is not None
+        asyncio.get_running_loop().add_signal_handler(signal.SIGTERM, task.cancel)
+        return await execute_run(plan, sinks=[progress])
+
+    try:
+        summary = asyncio.run(main())
+    except KeyboardInterrupt:
+        progress.stop()
+        render.console.print(f"interrupted: resume with gem-eval run --resume {run_id}")
+        raise typer.Exit(130) from None
+    progress.stop()
+    render.run_summary(plan.run_dir, summary)
+    if summary.status == "interrupted":
+        render.console.print(f"interrupted: resume with gem-eval run --resume {run_id}")
+    raise typer.Exit(summary.exit_code)

@@ -1,0 +1,191 @@
+"""A whole run: plan it from a suite, record it in the store, resume it after a crash.
+
+suite YAML -> episode specs -> runner (executor: env + model + tools) -> records
+-> results/<run-id>/episodes.jsonl + results/index.sqlite
+"""
+
+from __future__ import annotations
+
+import platform
+import subprocess
+import time
+from collections import Counter
+from collections.abc import Callable, Sequence
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from gem_eval._version import __version__
+from gem_eval.errors import UserError
+from gem_eval.records import EpisodeRecord, EpisodeSpec, ModelSpec, RunManifest
+from gem_eval.runner.executor import Executor, LocalExecutor
+from gem_eval.runner.runner import Runner, RunSummary
+
+
+@dataclass
+class RunOptions:
+    """What the command line adds to a suite; kept in the manifest for ``--resume``."""
+
+    limit: int | None = None
+    epochs: int | None = None
+    seed: int | None = None
+    overrides: dict[str, Any] = field(default_factory=dict)
+    concurrency: int = 64
+    max_cost_usd: float | None = None
+
+
+@dataclass
+class PlannedRun:
+    """A run ready to play: its directory, manifest, and the episodes still to play."""
+
+    run_dir: Any
+    manifest: RunManifest
+    todo: list[EpisodeSpec]
+    done: Counter[str]
+    totals: Counter[str]
+
+
+def plan_run(
+    suite_ref: str | None,
+    models: Sequence[ModelSpec],
+    options: RunOptions,
+    results_dir: Path,
+    *,
+    resume: str | None = None,
+) -> PlannedRun:
+    """Create a run (or reopen one with ``resume``) and list the episodes left to play.
+
+    On resume, the suite, models and options come from the run's manifest; the suite
+    file must still hash the same, so that no finished episode changes meaning.
+    """
+    from gem_eval.store import RunDir
+    from gem_eval.suites import load_suite
+
+    if resume is not None:
+        run_dir = RunDir.open(results_dir, resume)
+        manifest = run_dir.read_manifest()
+        suite = load_suite(manifest.suite_path or manifest.suite)
+        if suite.hash != manifest.suite_hash:
+            raise UserError(
+                f"suite {manifest.suite!r} changed since run {manifest.run_id} started "
+                "(its hash differs): start a new run"
+            )
+        options = RunOptions(**manifest.extra["options"])
+        models = manifest.models
+    else:
+        if suite_ref is None:
+            raise UserError("give --suite (or --resume RUN_ID)")
+        if not models:
+            raise UserError("give at least one --model")
+        suite = load_suite(suite_ref)
+    specs = suite.episodes(
+        list(models),
+        limit=options.limit,
+        epochs=options.epochs,
+        seed=options.seed,
+        overrides=options.overrides,
+    )
+    if resume is None:
+        from gem_eval.store.run_id import new_run_id
+
+        manifest = RunManifest(
+            run_id=new_run_id(suite.name),
+            suite=suite.name,
+            suite_path=str(suite.path) if suite.path else None,
+            suite_hash=suite.hash,
+            models=list(models),
+            tasks=_unique_tasks(specs),
+            episodes_planned=len(specs),
+            seed=options.seed,
+            epochs=options.epochs or 1,
+            gem_eval_version=__version__,
+            git_commit=_git_commit(),
+            host=platform.node(),
+            started_at=time.time(),
+            max_cost_usd=options.max_cost_usd,
+            extra={"options": asdict(options)},
+        )
+        run_dir = RunDir.create(results_dir, manifest)
+    done_keys = run_dir.done_keys()
+    totals = Counter(s.task.id for s in specs)
+    done = Counter(s.task.id for s in specs if s.key in done_keys)
+    todo = [s for s in specs if s.key not in done_keys]
+    return PlannedRun(run_dir, manifest, todo, done, totals)
+
+
+async def execute_run(
+    plan: PlannedRun,
+    *,
+    executor: Executor | None = None,
+    model_factory: Callable[[ModelSpec], Any] | None = None,
+    sinks: Sequence[Callable[[EpisodeRecord], None]] = (),
+    concurrency: int | None = None,
+    max_cost_usd: float | None = None,
+) -> RunSummary:
+    """Play the planned episodes, writing each record as it finishes."""
+    from gem_eval.store import Index
+
+    manifest = plan.manifest
+    options = RunOptions(**manifest.extra["options"])
+    index = Index.for_root(plan.run_dir.path.parent)
+    manifest.status, manifest.finished_at = "running", None
+    plan.run_dir.write_manifest(manifest)
+    index.add_run(manifest)
+
+    def record(rec: EpisodeRecord) -> None:
+        plan.run_dir.append(rec)  # the JSONL is the source of truth: write it first
+        index.add_episode(rec)
+
+    if executor is None:
+        executor = LocalExecutor(model_factory or default_model_factory)
+    runner = Runner(
+        manifest.run_id,
+        executor,
+        [record, *sinks],
+        concurrency=concurrency or options.concurrency,
+        max_cost_usd=max_cost_usd if max_cost_usd is not None else options.max_cost_usd,
+    )
+    try:
+        await executor.start(manifest.models)
+        if isinstance(executor, LocalExecutor):
+            for spec in plan.todo:
+                executor.check_tools(spec.task.tools)
+        summary = await runner.run(plan.todo)
+    except BaseException:
+        manifest.status = "interrupted" if runner.summary.status == "running" else "failed"
+        raise
+    else:
+        manifest.status = summary.status
+    finally:
+        await executor.aclose()
+        if runner.summary.status == "interrupted":
+            manifest.status = "interrupted"
+        manifest.finished_at = time.time()
+        plan.run_dir.write_manifest(manifest)
+        index.add_run(manifest)
+        index.close()
+    return summary
+
+
+def default_model_factory(spec: ModelSpec) -> Any:
+    """A model from its spec, through :func:`gem_eval.models.get_model`."""
+    from gem_eval.models import get_model
+
+    return get_model(spec.name, base_url=spec.base_url, backend=spec.backend)
+
+
+def _unique_tasks(specs: Sequence[EpisodeSpec]) -> list[Any]:
+    seen: dict[str, Any] = {}
+    for spec in specs:
+        seen.setdefault(spec.task.id, spec.task)
+    return list(seen.values())
+
+
+def _git_commit() -> str | None:
+    try:
+        out = subprocess.run(
+            ["git", "rev-parse", "HEAD"], capture_output=True, text=True, timeout=5, check=True
+        )
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return out.stdout.strip() or None
