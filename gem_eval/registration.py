@@ -150,7 +150,7 @@ def list_envs(family: str | None = None) -> list[str]:
     return sorted(i for i, s in _REGISTRY.items() if family is None or s.family == family)
 
 
-def _accepted_kwargs(factory: Callable[..., Env]) -> set[str] | None:
+def accepted_kwargs(factory: Callable[..., Env]) -> set[str] | None:
     """Keyword names ``factory`` accepts, following ``**kwargs`` up a class's MRO.
 
     ``None`` means "cannot tell" (a plain function taking ``**kwargs``).
@@ -173,7 +173,7 @@ def _accepted_kwargs(factory: Callable[..., Env]) -> set[str] | None:
 
 
 def _check_kwargs(env_id: str, factory: Callable[..., Env], kwargs: dict[str, Any]) -> None:
-    accepted = _accepted_kwargs(factory)
+    accepted = accepted_kwargs(factory)
     if accepted is None:
         return
     for key in kwargs:

@@ -10,6 +10,7 @@ from gem_eval._version import __version__
 from gem_eval.cli.envs import envs_app
 from gem_eval.cli.play import play
 from gem_eval.cli.run import run
+from gem_eval.cli.suites import suites_app
 
 app = typer.Typer(
     name="gem-eval",
@@ -21,6 +22,7 @@ app = typer.Typer(
 app.command()(run)
 app.command()(play)
 app.add_typer(envs_app, name="envs")
+app.add_typer(suites_app, name="suites")
 
 
 def _print_version(value: bool) -> None:

@@ -89,7 +89,7 @@ def run(
         raise UserError(f"unknown model backend {model_backend!r}: choose litellm or openai")
     overrides: dict[str, Any] = {}
     if max_turns is not None:
-        overrides["max_turns"] = max_turns
+        overrides["limits"] = {"max_turns": max_turns}
     args = _key_values(model_arg or [], "--model-arg")
     models = [
         ModelSpec(name=m, base_url=model_base_url, backend=model_backend, args=args)

@@ -1,0 +1,134 @@
+"""``gem-eval suites list``, ``show`` and ``validate``."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated
+
+import typer
+
+if TYPE_CHECKING:
+    from gem_eval.suites import Suite
+
+suites_app = typer.Typer(help="List, inspect and validate suites.", no_args_is_help=True)
+
+DirsOption = Annotated[
+    list[Path] | None,
+    typer.Option("--dir", "-d", help="Also look for suites here (searched first)."),
+]
+
+
+@suites_app.command("list")
+def list_command(dirs: DirsOption = None) -> None:
+    """List the suites in the repo's suites/ directory and any --dir."""
+    from rich.markup import escape
+    from rich.table import Table
+
+    from gem_eval.cli.render import console
+    from gem_eval.suites import SuiteError, list_suites, load_suite
+
+    found = list_suites(dirs)
+    table = Table(title=f"{len(found)} suites", title_justify="left")
+    for column in ("name", "tasks", "episodes", "description", "path"):
+        table.add_column(column, overflow="fold")
+    for name, path in found.items():
+        try:
+            suite = load_suite(path)
+        except SuiteError as exc:
+            table.add_row(name, "", "", f"[red]invalid: {escape(str(exc))}[/]", str(path))
+            continue
+        table.add_row(
+            name,
+            str(len(suite.tasks)),
+            str(suite.episode_count()),
+            escape(suite.description),
+            _shown(path),
+        )
+    console.print(table)
+
+
+@suites_app.command("show")
+def show_command(
+    suite: Annotated[str, typer.Argument(help="A suite name (smoke) or path.")],
+    dirs: DirsOption = None,
+) -> None:
+    """Show a suite's defaults, tasks and episode count."""
+    from gem_eval.suites import load_suite
+
+    _render(load_suite(suite, search_dirs=dirs))
+
+
+@suites_app.command("validate")
+def validate_command(
+    paths: Annotated[list[str], typer.Argument(help="Suite files (or names) to check.")],
+) -> None:
+    """Check suite files; print "ok: N tasks, M episodes" or the error, one line each.
+
+    Exits with 2 when any file is invalid.
+    """
+    from gem_eval.suites import SuiteError, load_suite
+
+    failed = False
+    for path in paths:
+        try:
+            suite = load_suite(path)
+        except SuiteError as exc:
+            typer.echo(f"error: {exc}", err=True)
+            failed = True
+            continue
+        shown = _shown(suite.path) if suite.path else path
+        tasks, episodes = len(suite.tasks), suite.episode_count()
+        typer.echo(f"ok: {_plural(tasks, 'task')}, {_plural(episodes, 'episode')} ({shown})")
+    if failed:
+        raise typer.Exit(2)
+
+
+def _plural(n: int, noun: str) -> str:
+    return f"{n} {noun}" if n == 1 else f"{n} {noun}s"
+
+
+def _shown(path: Path) -> str:
+    try:
+        return str(path.resolve().relative_to(Path.cwd()))
+    except ValueError:
+        return str(path)
+
+
+def _render(suite: Suite) -> None:
+    import yaml
+    from rich.markup import escape
+    from rich.table import Table
+
+    from gem_eval.cli.render import console
+
+    head = Table.grid(padding=(0, 2))
+    head.add_row("[bold]suite[/]", escape(suite.name))
+    if suite.path:
+        head.add_row("[bold]path[/]", escape(_shown(suite.path)))
+    if suite.description:
+        head.add_row("[bold]description[/]", escape(suite.description))
+    head.add_row("[bold]hash[/]", suite.hash[:16])
+    head.add_row("[bold]episodes[/]", f"{suite.episode_count()} per model")
+    if suite.defaults:
+        text = yaml.safe_dump(suite.defaults, sort_keys=False, width=1000).strip()
+        head.add_row("[bold]defaults[/]", escape(text))
+    console.print(head)
+
+    table = Table(title=f"{len(suite.tasks)} tasks", title_justify="left")
+    for column in ("id", "env", "args", "samples", "epochs", "max turns", "scorer", "source"):
+        table.add_column(column, overflow="fold")
+    for task in suite.tasks:
+        spec = task.spec
+        args = ", ".join(f"{k}={v}" for k, v in spec.env_kwargs.items())
+        samples = f"{task.samples} rows" if task.rows is not None else str(task.samples)
+        table.add_row(
+            escape(spec.id),
+            escape(spec.env_id),
+            escape(args),
+            samples,
+            str(task.epochs),
+            str(spec.limits.max_turns),
+            spec.scorer,
+            escape(task.source),
+        )
+    console.print(table)

@@ -1,0 +1,40 @@
+"""Suites: YAML files naming tasks, validated, resolved and expanded into episodes.
+
+::
+
+    from gem_eval.suites import load_suite
+    suite = load_suite("smoke")  # suites/smoke.yaml, or a path
+    episodes = suite.episodes([ModelSpec(name="openai/gpt-5")], limit=3)
+
+See :mod:`gem_eval.suites.schema` for the file format and :mod:`gem_eval.suites.loader`
+for how tasks resolve and expand.
+"""
+
+from __future__ import annotations
+
+from gem_eval.suites.datasets import DatasetError, load_rows
+from gem_eval.suites.loader import (
+    REPO_ROOT,
+    Suite,
+    SuiteTask,
+    find_suite,
+    list_suites,
+    load_suite,
+    suite_dirs,
+)
+from gem_eval.suites.schema import SuiteError, SuiteFile, TaskFile
+
+__all__ = [
+    "REPO_ROOT",
+    "DatasetError",
+    "Suite",
+    "SuiteError",
+    "SuiteFile",
+    "SuiteTask",
+    "TaskFile",
+    "find_suite",
+    "list_suites",
+    "load_rows",
+    "load_suite",
+    "suite_dirs",
+]

@@ -1,0 +1,480 @@
+"""Load a suite: read its YAML with line numbers, resolve its tasks, expand its episodes.
+
+Resolution. A task's keys come from, lowest first: the schema's defaults, the suite's
+``defaults``, its task file (``file:``), the task item, and the run's ``overrides``.
+``limits``, ``generation`` and ``args`` merge key by key, ``tags`` accumulate, any other
+key replaces. A ``file:`` or dataset path is looked up relative to the file naming it,
+then the repo root, then the working directory. The env id must be registered (its
+canonical spelling is kept) and must take every ``args`` key (and every ``fields`` name:
+the env gets a sample's fields at make time). A task's id is its ``id``, else the task
+file's stem, else the dataset's, else the env id; ids are unique within a suite.
+
+Expansion. :meth:`Suite.episodes` yields, for each model, task, sample and epoch, one
+:class:`~gem_eval.records.EpisodeSpec` with ``seed = base + sample``, ``base`` being the
+run's seed, else the suite's ``defaults.seed``, else 0. Every model and every epoch plays
+the same samples: epochs are repeated attempts at one sample (for pass@k), not new ones.
+A game task has ``samples`` samples (default 1); a dataset task one per row, capped by
+``samples`` when set; ``limit`` caps both.
+
+Errors are :class:`~gem_eval.suites.schema.SuiteError`: one line, ``file:line: field: ...``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, TypeVar
+
+import yaml
+from pydantic import BaseModel, ValidationError
+
+from gem_eval.errors import RegistrationError, UnknownEnvError, did_you_mean
+from gem_eval.records import EpisodeSpec, ModelSpec, TaskSpec
+from gem_eval.registration import accepted_kwargs, spec
+from gem_eval.suites.datasets import DatasetError, Row, dataset_format, load_rows
+from gem_eval.suites.schema import (
+    Dataset,
+    Loc,
+    SuiteError,
+    SuiteFile,
+    TaskFields,
+    TaskFile,
+    describe,
+    format_loc,
+)
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+"""The checkout holding ``gem_eval/``, ``suites/`` and ``tasks/``."""
+
+_M = TypeVar("_M", bound=BaseModel)
+
+
+@dataclass(frozen=True)
+class _Doc:
+    """A YAML file's data and the line of each of its keys and list items."""
+
+    path: Path
+    data: Any
+    lines: dict[Loc, int]
+
+    @property
+    def shown(self) -> str:
+        try:
+            return str(self.path.resolve().relative_to(Path.cwd()))
+        except ValueError:
+            return str(self.path)
+
+    def line(self, loc: Loc) -> int:
+        """The line of ``loc``, or of its nearest enclosing key that the file has."""
+        for n in range(len(loc), -1, -1):
+            if loc[:n] in self.lines:
+                return self.lines[loc[:n]]
+        return 1
+
+    def error(self, loc: Loc, message: str) -> SuiteError:
+        line = self.line(loc)
+        return SuiteError(message, path=self.shown, line=line, field=format_loc(loc))
+
+    def validate(self, model: type[_M]) -> _M:
+        try:
+            return model.model_validate(self.data)
+        except ValidationError as exc:
+            raise self.error(*describe(exc, model)) from None
+
+
+def _read_yaml(path: Path) -> _Doc:
+    """Parse ``path``, keeping the line of every mapping key and list item."""
+    doc = _Doc(path, None, {})
+    try:
+        loader = yaml.SafeLoader(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError) as exc:
+        raise SuiteError(f"cannot read the file: {exc}", path=doc.shown) from None
+    try:
+        node = loader.get_single_node()
+        data = loader.construct_document(node) if node is not None else None
+    except yaml.MarkedYAMLError as exc:
+        mark = exc.problem_mark or exc.context_mark
+        line = mark.line + 1 if mark else None
+        problem = exc.problem or exc.context or "unreadable"
+        if exc.problem and exc.context and exc.context_mark:  # where the broken part began
+            problem += f" ({exc.context} on line {exc.context_mark.line + 1})"
+        raise SuiteError(f"YAML syntax error: {problem}", path=doc.shown, line=line) from None
+    except yaml.YAMLError as exc:
+        raise SuiteError(f"YAML error: {exc}", path=doc.shown) from None
+    finally:
+        loader.dispose()
+    doc = _Doc(path, data, {})
+    if node is not None:
+        _index(node, (), doc)
+    return doc
+
+
+def _index(node: yaml.Node, loc: Loc, doc: _Doc) -> None:
+    doc.lines.setdefault(loc, node.start_mark.line + 1)
+    if isinstance(node, yaml.MappingNode):
+        for key_node, value_node in node.value:
+            child = (*loc, str(key_node.value))
+            if child in doc.lines:  # PyYAML would silently keep the last one
+                first = doc.lines[child]
+                doc.lines[child] = key_node.start_mark.line + 1
+                raise doc.error(child, f"duplicate key (first on line {first})")
+            doc.lines[child] = key_node.start_mark.line + 1
+            _index(value_node, child, doc)
+    elif isinstance(node, yaml.SequenceNode):
+        for i, item in enumerate(node.value):
+            _index(item, (*loc, i), doc)
+
+
+@dataclass(frozen=True)
+class _Layer:
+    """The keys one place (defaults, task file, task item) set, and where it is."""
+
+    doc: _Doc
+    loc: Loc
+    values: dict[str, Any]
+
+
+_MERGED_KEYS = ("limits", "generation", "args")
+
+
+def _merge(layers: Sequence[dict[str, Any]]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for values in layers:
+        for key, value in values.items():
+            if key in _MERGED_KEYS and key in out:
+                out[key] = {**out[key], **value}
+            elif key == "tags" and key in out:
+                out[key] = list(dict.fromkeys([*out[key], *value]))
+            else:
+                out[key] = value
+    return out
+
+
+def _origin(layers: Sequence[_Layer], *loc: str) -> tuple[_Doc, Loc]:
+    """The doc and loc of the last layer that set ``loc`` (e.g. ``"args", "size"``)."""
+    for layer in reversed(layers):
+        values: Any = layer.values
+        for part in loc:
+            values = values.get(part) if isinstance(values, dict) else None
+        if values is not None:
+            return layer.doc, (*layer.loc, *loc)
+    return layers[-1].doc, layers[-1].loc
+
+
+@dataclass(frozen=True)
+class SuiteTask:
+    """One resolved task of a suite.
+
+    Attributes:
+        spec: The task as episodes carry it.
+        samples: How many samples (for a dataset task, rows) it has.
+        epochs: Attempts per sample.
+        rows: A dataset task's ``sample_kwargs``, one per sample; ``None`` otherwise.
+        source: ``file:line`` of the task item, for messages.
+    """
+
+    spec: TaskSpec
+    samples: int
+    epochs: int
+    rows: list[Row] | None = None
+    source: str = ""
+
+
+@dataclass
+class Suite:
+    """A loaded suite: resolved tasks, ready to expand into episodes."""
+
+    name: str
+    tasks: list[SuiteTask]
+    description: str = ""
+    path: Path | None = None
+    seed: int | None = None
+    defaults: dict[str, Any] = field(default_factory=dict)
+
+    def task_specs(self, overrides: dict[str, Any] | None = None) -> list[TaskSpec]:
+        """The tasks' specs with ``overrides`` (task keys, as in the YAML) on top."""
+        return [spec for spec, _, _, _ in self._plan(overrides)]
+
+    def episodes(
+        self,
+        models: list[ModelSpec],
+        *,
+        limit: int | None = None,
+        epochs: int | None = None,
+        seed: int | None = None,
+        overrides: dict[str, Any] | None = None,
+    ) -> list[EpisodeSpec]:
+        """Every episode of a run of this suite, models outermost.
+
+        Args:
+            models: The models; each plays the same samples with the same seeds.
+            limit: At most this many samples per task.
+            epochs: Attempts per sample, instead of each task's ``epochs``.
+            seed: The base seed, instead of the suite's ``defaults.seed`` (or 0).
+            overrides: Task keys as in the YAML (``{"limits": {"max_turns": 5}}``),
+                applied on top of every task.
+
+        Raises:
+            SuiteError: Two models share a name, ``limit`` or ``epochs`` is below 1, or
+                ``overrides`` does not validate.
+        """
+        names = [m.name for m in models]
+        twice = sorted({n for n in names if names.count(n) > 1})
+        if twice:
+            raise SuiteError(f"model {twice[0]!r} is given twice; episode keys would clash")
+        base = self._base_seed(seed)
+        out: list[EpisodeSpec] = []
+        for model in models:
+            for task, samples, task_epochs, rows in self._plan(overrides, limit, epochs):
+                for sample in range(samples):
+                    kwargs = dict(rows[sample]) if rows else {}
+                    for epoch in range(task_epochs):
+                        key = EpisodeSpec.make_key(model.name, task.id, sample, epoch)
+                        out.append(
+                            EpisodeSpec(
+                                key=key,
+                                task=task,
+                                model=model,
+                                sample=sample,
+                                epoch=epoch,
+                                seed=base + sample,
+                                sample_kwargs=kwargs,
+                            )
+                        )
+        return out
+
+    def episode_count(
+        self, *, models: int = 1, limit: int | None = None, epochs: int | None = None
+    ) -> int:
+        """How many episodes :meth:`episodes` would yield for ``models`` models."""
+        return models * sum(n * e for _, n, e, _ in self._plan(None, limit, epochs))
+
+    def digest(self, *, seed: int | None = None, overrides: dict[str, Any] | None = None) -> str:
+        """A sha256 of what each sample is: the task specs, the base seed, dataset rows.
+
+        Sample and epoch counts (and ``limit``) are left out: they change how many samples
+        run, not what they are, so such runs stay comparable on the samples they share.
+        """
+        content = {
+            "seed": self._base_seed(seed),
+            "tasks": [
+                {"spec": spec.model_dump(mode="json"), "rows": task.rows}
+                for (spec, _, _, _), task in zip(self._plan(overrides), self.tasks)
+            ],
+        }
+        text = json.dumps(content, sort_keys=True, separators=(",", ":"), default=str)
+        return hashlib.sha256(text.encode()).hexdigest()
+
+    @property
+    def hash(self) -> str:
+        """:meth:`digest` of the suite as written (no run seed, no overrides)."""
+        return self.digest()
+
+    def _base_seed(self, seed: int | None) -> int:
+        return seed if seed is not None else self.seed if self.seed is not None else 0
+
+    def _plan(
+        self, overrides: dict[str, Any] | None, limit: int | None = None, epochs: int | None = None
+    ) -> list[tuple[TaskSpec, int, int, list[Row] | None]]:
+        """``(spec, samples, epochs, rows)`` per task, after overrides and caps."""
+        if (limit is not None and limit < 1) or (epochs is not None and epochs < 1):
+            raise SuiteError("limit and epochs must be at least 1")
+        top = _check_overrides(overrides) if overrides else {}
+        plan = []
+        for task in self.tasks:
+            samples = top.get("samples", task.samples)
+            if task.rows is not None:
+                samples = min(samples, len(task.rows)) if "samples" in top else task.samples
+            if limit is not None:
+                samples = min(samples, limit)
+            task_epochs = epochs or top.get("epochs", task.epochs)
+            spec = task.spec
+            rest = {k: v for k, v in top.items() if k not in ("samples", "epochs")}
+            if rest:
+                spec = TaskSpec.model_validate(_merge([task.spec.model_dump(), rest]))
+            plan.append((spec, samples, task_epochs, task.rows))
+        return plan
+
+
+def _check_overrides(overrides: dict[str, Any]) -> dict[str, Any]:
+    try:
+        return TaskFields.model_validate(overrides).model_dump(exclude_unset=True)
+    except ValidationError as exc:
+        loc, message = describe(exc, TaskFields)
+        raise SuiteError(message, field=format_loc(("overrides", *loc))) from None
+
+
+def suite_dirs(search_dirs: Sequence[str | Path] | None = None) -> list[Path]:
+    """Where suites are found by name: ``search_dirs``, the repo's and the cwd's ``suites/``."""
+    dirs = [Path(d) for d in search_dirs or ()] + [REPO_ROOT / "suites", Path.cwd() / "suites"]
+    unique: dict[Path, Path] = {}
+    for d in dirs:
+        if d.is_dir():
+            unique.setdefault(d.resolve(), d)
+    return list(unique.values())
+
+
+def list_suites(search_dirs: Sequence[str | Path] | None = None) -> dict[str, Path]:
+    """``{name: path}`` of the suite files found; a name is the file stem, first dir wins."""
+    found: dict[str, Path] = {}
+    for d in suite_dirs(search_dirs):
+        for path in sorted([*d.glob("*.yaml"), *d.glob("*.yml")]):
+            found.setdefault(path.stem, path)
+    return found
+
+
+def find_suite(path_or_name: str | Path, search_dirs: Sequence[str | Path] | None = None) -> Path:
+    """The file a suite name (``smoke``) or path (``suites/smoke.yaml``) refers to.
+
+    Raises:
+        SuiteError: No such file or suite; the message names the closest suites.
+    """
+    text = str(path_or_name)
+    for path in (Path(text), REPO_ROOT / text):
+        if path.is_file():
+            return path
+    known = list_suites(search_dirs)
+    if Path(text).suffix in (".yaml", ".yml") or "/" in text:
+        raise SuiteError(f"suite file {text!r} not found")
+    if text in known:
+        return known[text]
+    hint = did_you_mean(text, known) or (f" Known: {', '.join(known)}." if known else "")
+    raise SuiteError(f"unknown suite {text!r}.{hint}")
+
+
+def load_suite(
+    path_or_name: str | Path, *, search_dirs: Sequence[str | Path] | None = None
+) -> Suite:
+    """Load, validate and resolve a suite file (or a lone task file, as a one-task suite).
+
+    Args:
+        path_or_name: A path, or a name looked up in :func:`suite_dirs`.
+        search_dirs: Extra directories searched first for a name.
+
+    Raises:
+        SuiteError: Anything wrong with the suite, its task files or datasets; one line.
+    """
+    doc = _read_yaml(find_suite(path_or_name, search_dirs))
+    data = doc.data
+    if isinstance(data, dict) and "tasks" not in data and ("env" in data or "dataset" in data):
+        values = doc.validate(TaskFile).model_dump(exclude_unset=True)
+        task = _resolve(doc, (), [], values, stem=doc.path.stem)
+        return Suite(name=doc.path.stem, tasks=[task], path=doc.path)
+    if not isinstance(data, dict):
+        raise doc.error((), "a suite file is a mapping with a `tasks:` list")
+    suite = doc.validate(SuiteFile)
+    defaults = suite.defaults.model_dump(exclude_unset=True)
+    base = [_Layer(doc, ("defaults",), {k: v for k, v in defaults.items() if k != "seed"})]
+    tasks: list[SuiteTask] = []
+    seen: dict[str, int] = {}
+    for index, item in enumerate(suite.tasks):
+        loc: Loc = ("tasks", index)
+        values = item.model_dump(exclude_unset=True)
+        task = _resolve(doc, loc, base, values)
+        if task.spec.id in seen:
+            where = "id" if "id" in values else "file" if "file" in values else "env"
+            first = seen[task.spec.id]
+            raise doc.error(
+                (*loc, where),
+                f"duplicate task id {task.spec.id!r} (also tasks[{first}] on line "
+                f"{doc.lines[('tasks', first)]}); give one of them a distinct `id`",
+            )
+        seen[task.spec.id] = index
+        tasks.append(task)
+    return Suite(
+        name=suite.name or doc.path.stem,
+        tasks=tasks,
+        description=suite.description,
+        path=doc.path,
+        seed=suite.defaults.seed,
+        defaults=defaults,
+    )
+
+
+def _resolve(
+    doc: _Doc, loc: Loc, base: list[_Layer], values: dict[str, Any], stem: str | None = None
+) -> SuiteTask:
+    """One task: its file, env id, args, dataset and id, merged over ``base``.
+
+    ``stem`` names the task when nothing else does (a lone task file's stem).
+    """
+    layers = list(base)
+    if "file" in values:
+        path = _find_file(values.pop("file"), doc, loc)
+        file_doc = _read_yaml(path)
+        file_values = file_doc.validate(TaskFile).model_dump(exclude_unset=True)
+        layers.append(_Layer(file_doc, (), file_values))
+        stem = path.stem
+    layers.append(_Layer(doc, loc, values))
+    merged = _merge([layer.values for layer in layers])
+    if "env" not in merged:
+        where = layers[-2] if len(layers) > len(base) + 1 else layers[-1]  # file, else item
+        raise where.doc.error(where.loc, "a task needs `env` (an env id) or `file` (a task file)")
+    env_doc, env_loc = _origin(layers, "env")
+    try:
+        env_spec = spec(merged["env"])
+    except UnknownEnvError as exc:
+        raise env_doc.error(env_loc, str(exc)) from None
+    try:
+        accepted = accepted_kwargs(env_spec.load())
+    except RegistrationError:  # e.g. an optional dependency is missing: checked at run time
+        accepted = None
+    args: dict[str, Any] = merged.get("args", {})
+    for key in args:
+        if accepted is not None and key not in accepted:
+            arg_doc, arg_loc = _origin(layers, "args", key)
+            hint = did_you_mean(key, accepted)
+            raise arg_doc.error(arg_loc, f"{env_spec.id} takes no parameter {key!r}.{hint}")
+    task_id = merged.get("id") or stem or env_spec.id
+    rows = None
+    if "dataset" in merged:
+        source = Dataset.model_validate(merged["dataset"])
+        rows = _dataset_rows(layers, source, accepted, env_spec.id)
+        if "id" not in merged and stem is None:
+            task_id = source.path if dataset_format(source) == "hf" else Path(source.path).stem
+    spec_values = {k: merged[k] for k in TaskSpec.model_fields if k in merged}
+    spec_values.update(id=task_id, env_id=env_spec.id, env_kwargs=args)
+    samples = merged.get("samples", 1)
+    if rows is not None:
+        samples = min(samples, len(rows)) if "samples" in merged else len(rows)
+    return SuiteTask(
+        spec=TaskSpec.model_validate(spec_values),
+        samples=samples,
+        epochs=merged.get("epochs", 1),
+        rows=rows,
+        source=f"{doc.shown}:{doc.lines.get(loc, 1)}",
+    )
+
+
+def _find_file(name: str, doc: _Doc, loc: Loc) -> Path:
+    """A task file named in ``doc``: relative to it, then the repo root, then the cwd."""
+    relative = Path(name)
+    bases = [Path("/")] if relative.is_absolute() else [doc.path.parent, REPO_ROOT, Path.cwd()]
+    for base in bases:
+        if (base / relative).is_file():
+            return base / relative
+    dirs = [(b / relative).parent for b in bases]
+    nearby = {p.name for d in dirs if d.is_dir() for p in d.iterdir()}
+    hint = did_you_mean(relative.name, nearby)
+    raise doc.error((*loc, "file"), f"task file {name!r} not found{'.' + hint if hint else ''}")
+
+
+def _dataset_rows(
+    layers: Sequence[_Layer], source: Dataset, accepted: set[str] | None, env_id: str
+) -> list[Row]:
+    ds_doc, ds_loc = _origin(layers, "dataset")
+    for name in source.fields or ():
+        if accepted is not None and name not in accepted:
+            hint = did_you_mean(name, accepted)
+            message = f"{env_id} takes no parameter {name!r} (fields: {{parameter: column}}).{hint}"
+            raise ds_doc.error((*ds_loc, "fields", name), message)
+    try:
+        return load_rows(source, base_dirs=[ds_doc.path.parent, REPO_ROOT, Path.cwd()])
+    except DatasetError as exc:
+        if exc.path:  # located in the data file itself
+            raise
+        where = ("fields", exc.key) if exc.key else ("path",)
+        raise ds_doc.error((*ds_loc, *where), exc.message) from None

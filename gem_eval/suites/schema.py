@@ -1,0 +1,228 @@
+"""The YAML schema of suites and task files, and the one-line errors about them.
+
+A suite file::
+
+    name: smoke                      # optional; the file stem otherwise
+    description: a few quick games
+    defaults:                        # any task key below, plus `seed`
+      limits: {max_turns: 8}
+      samples: 2
+      seed: 0
+    tasks:
+      - env: game:GuessTheNumber-v0-easy
+        args: {max_turns: 4}
+      - file: tasks/games/wordle-easy.yaml
+        samples: 3                   # overrides the file and the defaults
+
+A task file holds the keys of one task item (everything but ``file``). Every key is
+optional here; what a resolved task must have (an env id) is checked by the loader.
+
+The models are strict (YAML already gives typed values: ``"10"`` is not an integer) and
+forbid unknown keys, so a typo is an error with a did-you-mean rather than a silent no-op.
+Fields keep their defaults only for documentation: merging reads the keys that were set
+(``model_dump(exclude_unset=True)``), so a task inherits what it does not set.
+"""
+
+from __future__ import annotations
+
+import re
+import types
+from typing import Any, Literal, Union, get_args, get_origin
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+
+from gem_eval.errors import UserError, did_you_mean
+from gem_eval.records import Scorer
+
+Loc = tuple[str | int, ...]
+"""A path into a YAML document: mapping keys and list indices."""
+
+TASK_ID_RE = re.compile(r"^[\w.:/-]+$")
+
+
+class SuiteError(UserError):
+    """A suite, task file or dataset that cannot be loaded; ``str`` is one line.
+
+    Reads ``path:line: field: message``, leaving out the parts that are unknown.
+
+    Attributes:
+        path: The file at fault, as shown.
+        line: Its 1-based line.
+        field: The field, e.g. ``tasks[1].limits.max_turns``.
+        message: The message without the location.
+    """
+
+    def __init__(
+        self, message: str, *, path: str | None = None, line: int | None = None, field: str = ""
+    ) -> None:
+        self.path, self.line, self.field, self.message = path, line, field, message
+        where = f"{path}:{line}: " if path and line else f"{path}: " if path else ""
+        text = f"{where}{field}: {message}" if field else f"{where}{message}"
+        super().__init__(" ".join(text.split()))  # one line, whatever the message held
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", strict=True)
+
+
+class Limits(_Strict):
+    """``limits:``; ``null`` removes a limit set by the defaults."""
+
+    max_turns: int | None = Field(default=None, ge=1)
+    max_tokens: int | None = Field(default=None, ge=1)
+    max_time_s: float | None = Field(default=None, gt=0)
+    max_cost_usd: float | None = Field(default=None, ge=0)
+
+
+class Generation(_Strict):
+    """``generation:``; provider-specific arguments go under ``extra``."""
+
+    temperature: float | None = Field(default=None, ge=0)
+    top_p: float | None = Field(default=None, gt=0, le=1)
+    max_tokens: int | None = Field(default=None, ge=1)
+    seed: int | None = None
+    reasoning_effort: str | None = None
+    stop: list[str] | None = None
+    extra: dict[str, Any] = Field(default_factory=dict)
+
+
+class Dataset(_Strict):
+    """``dataset:``: one sample per row.
+
+    Attributes:
+        path: A local file (relative to the file naming it, then the repo root, then the
+            working directory) or a Hugging Face dataset id.
+        format: ``jsonl``, ``csv``, ``parquet`` or ``hf``; by default the file extension,
+            else ``hf``.
+        split: The Hugging Face split (default ``train``).
+        name: The Hugging Face configuration name, if the dataset has several.
+        fields: ``{env_parameter: column}``; each sample's ``sample_kwargs``. Without it,
+            the whole row.
+    """
+
+    path: str = Field(min_length=1)
+    format: Literal["jsonl", "csv", "parquet", "hf"] | None = None
+    split: str | None = None
+    name: str | None = None
+    fields: dict[str, str] | None = None
+
+
+class TaskFields(_Strict):
+    """The keys a task sets and the suite's ``defaults`` default."""
+
+    tools: list[str] = Field(default_factory=list)
+    tool_mode: Literal["native", "text"] = "native"
+    limits: Limits = Field(default_factory=Limits)
+    epochs: int = Field(default=1, ge=1)
+    samples: int = Field(default=1, ge=1)
+    system_prompt: str | None = None
+    scorer: Scorer = "success"
+    gamma: float = Field(default=1.0, ge=0, le=1)
+    generation: Generation = Field(default_factory=Generation)
+    category: str | None = None
+    tags: list[str] = Field(default_factory=list)
+
+
+class Defaults(TaskFields):
+    """``defaults:``: task keys, plus the suite's base ``seed``."""
+
+    seed: int | None = None
+
+
+class TaskFile(TaskFields):
+    """A task file (``tasks/...yaml``), and the body of a task item."""
+
+    id: str | None = None
+    env: str | None = None
+    args: dict[str, Any] = Field(default_factory=dict)
+    dataset: Dataset | None = None
+
+    @field_validator("id")
+    @classmethod
+    def _check_id(cls, value: str | None) -> str | None:
+        if value is not None and not TASK_ID_RE.match(value):
+            raise ValueError("a task id holds letters, digits and . : / - _ only")
+        return value
+
+
+class TaskItem(TaskFile):
+    """One item of a suite's ``tasks:`` list."""
+
+    file: str | None = None
+
+
+class SuiteFile(_Strict):
+    """A suite file (``suites/NAME.yaml``)."""
+
+    name: str | None = None
+    description: str = ""
+    defaults: Defaults = Field(default_factory=Defaults)
+    tasks: list[TaskItem] = Field(min_length=1)
+
+
+def format_loc(loc: Loc) -> str:
+    """``("tasks", 1, "limits")`` -> ``tasks[1].limits``."""
+    out = ""
+    for part in loc:
+        out += f"[{part}]" if isinstance(part, int) else f".{part}" if out else str(part)
+    return out
+
+
+def describe(exc: ValidationError, model: type[BaseModel]) -> tuple[Loc, str]:
+    """The first error of ``exc`` as ``(loc, message)``, with a hint where one helps.
+
+    Args:
+        exc: What ``model.model_validate`` raised.
+        model: The model validated, to name the keys an unknown key could have meant.
+    """
+    # A misspelt key is both unknown and (if required) missing: show the one with a hint.
+    errors = sorted(exc.errors(), key=lambda e: e["type"] == "missing")
+    first = errors[0]
+    loc: Loc = tuple(first["loc"])
+    if first["type"] == "extra_forbidden":
+        known = _keys_at(model, loc[:-1])
+        hint = did_you_mean(str(loc[-1]), known) or f" Expected one of: {', '.join(known)}."
+        message = f"unknown key.{hint}"
+    elif first["type"] == "missing":
+        message = "required key is missing"
+    elif first["type"] in ("model_type", "model_attributes_type", "dict_type"):
+        message = f"expected a mapping of keys (got {_show(first['input'])})"
+    else:
+        message = f"{first['msg']} (got {_show(first['input'])})"
+    if len(errors) > 1:
+        message += f" (+{len(errors) - 1} more)"
+    return loc, message
+
+
+def _show(value: Any) -> str:
+    if isinstance(value, (str, int, float, bool)) or value is None:
+        text = repr(value)
+        return text if len(text) <= 40 else text[:37] + "..."
+    return f"a {type(value).__name__}"
+
+
+def _keys_at(model: type[BaseModel], loc: Loc) -> list[str]:
+    """The field names of the model found at ``loc`` inside ``model``."""
+    current: Any = model
+    for part in loc:
+        current = _unwrap(current)
+        if isinstance(part, int):
+            args = get_args(current)
+            current = args[0] if args else None
+        elif isinstance(current, type) and issubclass(current, BaseModel):
+            field = current.model_fields.get(part)
+            current = field.annotation if field else None
+        else:
+            return []
+    current = _unwrap(current)
+    if isinstance(current, type) and issubclass(current, BaseModel):
+        return list(current.model_fields)
+    return []
+
+
+def _unwrap(annotation: Any) -> Any:
+    """``X | None`` -> ``X``."""
+    if get_origin(annotation) in (Union, types.UnionType):
+        args = [a for a in get_args(annotation) if a is not type(None)]
+        return args[0] if len(args) == 1 else annotation
+    return annotation
