@@ -30,12 +30,21 @@ Scorer = Literal["success", "return", "discounted_return"]
 
 
 class ModelSpec(BaseModel):
-    """A model as the run was asked to use it (never holds an API key)."""
+    """A model as the run was asked to use it (never holds an API key).
+
+    Attributes:
+        args: Generation settings for this model (``-M key=value``), on top of the
+            task's.
+        max_retries: Retries of a failed call; ``None``: the default policy.
+        timeout_s: Per-call timeout; ``None``: the default policy.
+    """
 
     name: str
     base_url: str | None = None
     backend: str = "litellm"
     args: dict[str, Any] = Field(default_factory=dict)
+    max_retries: int | None = None
+    timeout_s: float | None = None
 
 
 class LimitsSpec(BaseModel):

@@ -9,6 +9,7 @@ import typer
 from gem_eval._version import __version__
 from gem_eval.cli.envs import envs_app
 from gem_eval.cli.play import play
+from gem_eval.cli.report import compare, gate, leaderboard
 from gem_eval.cli.run import run
 from gem_eval.cli.suites import suites_app
 
@@ -20,6 +21,9 @@ app = typer.Typer(
     pretty_exceptions_show_locals=False,
 )
 app.command()(run)
+app.command()(leaderboard)
+app.command()(compare)
+app.command()(gate)
 app.command()(play)
 app.add_typer(envs_app, name="envs")
 app.add_typer(suites_app, name="suites")

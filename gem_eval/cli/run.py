@@ -63,6 +63,12 @@ def run(
     model_backend: Annotated[
         str, typer.Option(help="litellm, or openai (direct client for compatible servers).")
     ] = "litellm",
+    max_retries: Annotated[
+        int | None, typer.Option(help="Retries of a failed model call (default 6).")
+    ] = None,
+    timeout: Annotated[
+        float | None, typer.Option(help="Seconds per model call (default 120).")
+    ] = None,
     results_dir: Annotated[
         Path | None,
         typer.Option(help=f"Where runs are stored (default ${RESULTS_ENV} or ./results)."),
@@ -92,7 +98,14 @@ def run(
         overrides["limits"] = {"max_turns": max_turns}
     args = _key_values(model_arg or [], "--model-arg")
     models = [
-        ModelSpec(name=m, base_url=model_base_url, backend=model_backend, args=args)
+        ModelSpec(
+            name=m,
+            base_url=model_base_url,
+            backend=model_backend,
+            args=args,
+            max_retries=max_retries,
+            timeout_s=timeout,
+        )
         for m in model or []
     ]
     options = RunOptions(

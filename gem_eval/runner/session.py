@@ -11,7 +11,7 @@ import subprocess
 import time
 from collections import Counter
 from collections.abc import Callable, Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -169,9 +169,14 @@ async def execute_run(
 
 def default_model_factory(spec: ModelSpec) -> Any:
     """A model from its spec, through :func:`gem_eval.models.get_model`."""
-    from gem_eval.models import get_model
+    from gem_eval.models import RetryPolicy, get_model
 
-    return get_model(spec.name, base_url=spec.base_url, backend=spec.backend)
+    policy = RetryPolicy()
+    if spec.max_retries is not None:
+        policy = replace(policy, max_retries=spec.max_retries)
+    if spec.timeout_s is not None:
+        policy = replace(policy, timeout_s=spec.timeout_s)
+    return get_model(spec.name, base_url=spec.base_url, backend=spec.backend, retry=policy)
 
 
 def _unique_tasks(specs: Sequence[EpisodeSpec]) -> list[Any]:

@@ -1,0 +1,213 @@
+"""``gem-eval leaderboard``, ``gem-eval compare`` and ``gem-eval gate``.
+
+Thin commands: read episode frames from the results index, call :mod:`gem_eval.metrics`,
+render. pandas is imported only when a command runs.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+from enum import Enum
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated, Any
+
+import typer
+
+from gem_eval.errors import UserError, did_you_mean
+
+if TYPE_CHECKING:
+    from gem_eval.store import Index
+
+ResultsDir = Annotated[
+    Path,
+    typer.Option(
+        "--results-dir",
+        envvar="GEM_EVAL_RESULTS",
+        help="The results directory (run directories and index.sqlite).",
+    ),
+]
+DEFAULT_RESULTS_DIR = Path("results")
+LATEST = "latest"
+
+
+class By(str, Enum):
+    """What one leaderboard row is."""
+
+    model = "model"
+    task = "task"
+    category = "category"
+
+
+class Format(str, Enum):
+    """Where the leaderboard goes: the terminal, or text in a file format."""
+
+    table = "table"
+    md = "md"
+    csv = "csv"
+    json = "json"
+    html = "html"
+
+
+GROUPS: dict[By, tuple[str, ...]] = {
+    By.model: ("model",),
+    By.task: ("model", "task_id"),
+    By.category: ("model", "category"),
+}
+
+
+@contextmanager
+def open_index(results_dir: Path) -> Iterator[Index]:
+    """The results index, built from the run directories first when it is missing."""
+    from gem_eval.store import Index
+
+    if not results_dir.is_dir():
+        raise UserError(
+            f"no results directory {str(results_dir)!r} (set --results-dir or GEM_EVAL_RESULTS)"
+        )
+    path = results_dir / "index.sqlite"
+    missing = not path.exists()
+    index = Index(path)
+    try:
+        if missing:
+            index.rebuild(results_dir)
+        yield index
+    finally:
+        index.close()
+
+
+def resolve_run(runs: list[dict[str, Any]], run_id: str) -> dict[str, Any]:
+    """The index row of ``run_id``; ``latest`` is the most recently started run.
+
+    Raises:
+        UserError: No such run (the message names the closest ids).
+    """
+    if run_id == LATEST and runs:
+        return max(runs, key=lambda r: (r.get("started_at") or 0.0, r["run_id"]))
+    for run in runs:
+        if run["run_id"] == run_id:
+            return run
+    if not runs:
+        raise UserError(f"no run {run_id!r}: the index holds no runs")
+    raise UserError(f"no run {run_id!r}.{did_you_mean(run_id, [r['run_id'] for r in runs])}")
+
+
+def leaderboard(
+    runs: Annotated[
+        list[str] | None, typer.Argument(help="Run ids (or 'latest'); default: every run.")
+    ] = None,
+    suite: Annotated[str | None, typer.Option("--suite", help="Only runs of this suite.")] = None,
+    by: Annotated[By, typer.Option("--by", help="One row per model, task or category.")] = (
+        By.model
+    ),
+    format: Annotated[
+        Format, typer.Option("--format", "-f", help="table (terminal), md, csv, json or html.")
+    ] = Format.table,
+    output: Annotated[
+        Path | None,
+        typer.Option("--output", "-o", help="Write to this file (format from its suffix)."),
+    ] = None,
+    results_dir: ResultsDir = DEFAULT_RESULTS_DIR,
+) -> None:
+    """Score, CI, pass@k, cost and error counts per model (or task, or category)."""
+    from rich.console import Console
+
+    from gem_eval.cli.render import console
+    from gem_eval.metrics import summarize
+    from gem_eval.metrics.render import FILE_FORMATS, summary_table, to_text, write_table
+
+    if output is not None and format is Format.table:
+        suffix = output.suffix.lstrip(".").lower()
+        if suffix not in FILE_FORMATS:
+            raise UserError(f"--output {output}: pass --format ({', '.join(FILE_FORMATS)})")
+        format = Format(suffix)
+    with open_index(results_dir) as index:
+        known = index.runs()
+        run_ids = [resolve_run(known, r)["run_id"] for r in runs] if runs else None
+        frame = index.episodes_frame(run_ids=run_ids, suite=suite)
+    if frame.empty:
+        where = f" of suite {suite!r}" if suite else ""
+        raise UserError(f"no episodes{where} in {results_dir}")
+    board = summarize(frame, by=GROUPS[by])
+    if format is Format.table:
+        n_runs = frame["run_id"].nunique()
+        title = f"{n_runs} run(s){f', suite {suite}' if suite else ''}, by {by.value}"
+        table = summary_table(board, title=title)
+        if not console.is_terminal:  # a log does not wrap: print the table whole, not cropped
+            natural = console.measure(table, options=console.options.update_width(10_000))
+            console = Console(highlight=False, width=max(console.width, natural.maximum))
+        console.print(table)
+    elif output is None:
+        typer.echo(to_text(board, format.value), nl=False)
+    else:
+        typer.echo(f"wrote {write_table(board, format.value, output)}")
+
+
+def compare(
+    base_run: Annotated[str, typer.Argument(help="The base run id (or 'latest').")],
+    new_run: Annotated[str, typer.Argument(help="The new run id (or 'latest').")],
+    results_dir: ResultsDir = DEFAULT_RESULTS_DIR,
+) -> None:
+    """Paired per-sample comparison of two runs on the samples both scored."""
+    from gem_eval.cli.render import console
+    from gem_eval.metrics.compare import compare_runs
+    from gem_eval.metrics.render import comparison_lines, comparison_table
+
+    base, new, base_frame, new_frame = _two_runs(results_dir, base_run, new_run)
+    result = compare_runs(base_frame, new_frame)
+    console.print(f"base [bold]{base['run_id']}[/] vs new [bold]{new['run_id']}[/]")
+    if base.get("suite_hash") != new.get("suite_hash"):
+        console.print("[yellow]warning:[/] the runs' suite hashes differ")
+    if result.n_pairs == 0:
+        raise UserError(f"no episode was scored in both {base['run_id']} and {new['run_id']}")
+    console.print(comparison_table(result))
+    for line in comparison_lines(result):
+        console.print(line, markup=False)
+
+
+def gate(
+    new_run: Annotated[str, typer.Argument(help="The run to check (or 'latest').")],
+    baseline: Annotated[str, typer.Option("--baseline", "-b", help="The baseline run id.")],
+    max_drop: Annotated[
+        float, typer.Option(help="Largest tolerated drop in mean score (absolute).")
+    ] = 0.02,
+    alpha: Annotated[float, typer.Option(help="One-sided significance level.")] = 0.05,
+    max_infra_error_rate: Annotated[
+        float, typer.Option(help="Share of unscored episodes above which runs are incomparable.")
+    ] = 0.1,
+    results_dir: ResultsDir = DEFAULT_RESULTS_DIR,
+) -> None:
+    """Exit 0 without a significant drop beyond --max-drop, 1 with one, 2 if incomparable."""
+    from gem_eval.metrics.compare import gate as decide
+
+    if not 0 < alpha < 0.5:
+        raise UserError("--alpha must lie in (0, 0.5)")
+    if max_drop < 0:
+        raise UserError("--max-drop must not be negative")
+    base, new, base_frame, new_frame = _two_runs(results_dir, baseline, new_run)
+    verdict = decide(
+        base_frame,
+        new_frame,
+        max_drop=max_drop,
+        alpha=alpha,
+        max_infra_error_rate=max_infra_error_rate,
+        same_suite_hash=base.get("suite_hash") == new.get("suite_hash"),
+    )
+    typer.echo(f"gate {verdict.status.upper()}: {new['run_id']} against baseline {base['run_id']}")
+    for reason in verdict.reasons:
+        typer.echo(f"  {reason}")
+    if base.get("suite_hash") != new.get("suite_hash"):
+        typer.echo(f"  suite hash: baseline {base.get('suite_hash')}, new {new.get('suite_hash')}")
+    raise typer.Exit(verdict.exit_code)
+
+
+def _two_runs(
+    results_dir: Path, base_run: str, new_run: str
+) -> tuple[dict[str, Any], dict[str, Any], Any, Any]:
+    """The index rows and episode frames of two runs."""
+    with open_index(results_dir) as index:
+        known = index.runs()
+        base, new = resolve_run(known, base_run), resolve_run(known, new_run)
+        base_frame = index.episodes_frame(run_ids=[base["run_id"]])
+        new_frame = index.episodes_frame(run_ids=[new["run_id"]])
+    return base, new, base_frame, new_frame

@@ -1,0 +1,220 @@
+"""Paired comparison of two runs, and the CI gate built on it.
+
+Both functions take per-episode frames (columns of :data:`gem_eval.records.EPISODE_COLUMNS`),
+one run each. pandas is imported inside the functions.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Literal
+
+from gem_eval.metrics.stats import McNemarResult, mcnemar, paired_bootstrap_diff
+from gem_eval.metrics.summary import prepare
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+PAIR_KEY = ("task_id", "sample", "epoch")
+
+
+@dataclass(frozen=True)
+class RunCounts:
+    """How many of a run's episodes were scored; the rest are infrastructure errors."""
+
+    episodes: int
+    scored: int
+
+    @property
+    def unscored(self) -> int:
+        """Episodes lost to infra_error, env_error or cancellation."""
+        return self.episodes - self.scored
+
+    @property
+    def infra_error_rate(self) -> float:
+        """``unscored / episodes`` (1.0 for a run without episodes)."""
+        return self.unscored / self.episodes if self.episodes else 1.0
+
+
+@dataclass(frozen=True)
+class TaskDiff:
+    """The paired difference on one task."""
+
+    task_id: str
+    n_pairs: int
+    base_mean: float
+    new_mean: float
+    diff: float
+
+
+@dataclass(frozen=True)
+class Comparison:
+    """The paired comparison of a new run with a base run; ``diff`` is ``new - base``.
+
+    Attributes:
+        paired_on: The columns pairs are matched on.
+        n_pairs: Episodes scored in both runs.
+        base_mean: Mean base score over the pairs; ``new_mean`` likewise.
+        diff: ``new_mean - base_mean``.
+        ci_low: The ``level`` paired bootstrap interval of ``diff`` (resampling samples,
+            with all their epochs); ``ci_high`` likewise.
+        binary: Every paired score is 0 or 1.
+        mcnemar: McNemar's test (``a`` = base, ``b`` = new) when ``binary``.
+        per_task: The breakdown by task, in task order.
+    """
+
+    paired_on: tuple[str, ...]
+    n_pairs: int
+    base_mean: float
+    new_mean: float
+    diff: float
+    ci_low: float
+    ci_high: float
+    level: float
+    binary: bool
+    mcnemar: McNemarResult | None
+    per_task: list[TaskDiff]
+    base: RunCounts
+    new: RunCounts
+
+
+@dataclass(frozen=True)
+class GateVerdict:
+    """The gate's answer: ``pass`` (exit 0), ``fail`` (exit 1) or ``incomparable`` (exit 2)."""
+
+    status: Literal["pass", "fail", "incomparable"]
+    exit_code: int
+    reasons: list[str] = field(default_factory=list)
+    comparison: Comparison | None = None
+
+
+def compare_runs(
+    base: pd.DataFrame,
+    new: pd.DataFrame,
+    level: float = 0.95,
+    n_resamples: int = 2000,
+    seed: int = 0,
+) -> Comparison:
+    """Compare two runs on the episodes both scored.
+
+    Pairing: when each run has exactly one model (the usual case: a checkpoint against its
+    baseline, whose model names differ), episodes pair on ``(task_id, sample, epoch)``.
+    Otherwise they pair on ``(model, task_id, sample, epoch)``, so only models present in
+    both runs are compared. A pair needs both episodes scored (infrastructure errors in
+    either run drop the pair).
+
+    Raises:
+        ValueError: A run holds two episodes with the same pairing key (frames of more
+            than one run).
+    """
+    b, n = prepare(base), prepare(new)
+    one_model_each = b["model"].nunique() == 1 and n["model"].nunique() == 1
+    on = list(PAIR_KEY) if one_model_each else ["model", *PAIR_KEY]
+    b_scored, n_scored = b[b["scored"]], n[n["scored"]]
+    for name, run in (("base", b_scored), ("new", n_scored)):
+        if run.duplicated(on).any():
+            raise ValueError(f"the {name} frame holds several scored episodes per {on}")
+    pairs = b_scored[[*on, "score"]].merge(
+        n_scored[[*on, "score"]], on=on, suffixes=("_base", "_new"), sort=True
+    )
+    a, c = pairs["score_base"].to_numpy(float), pairs["score_new"].to_numpy(float)
+    clusters = pairs.groupby(on[:-1], sort=False).ngroup().to_numpy()
+    diff = paired_bootstrap_diff(a, c, level, n_resamples, seed, clusters=clusters)
+    binary = bool(len(pairs)) and all(set(x.tolist()) <= {0.0, 1.0} for x in (a, c))
+    per_task = [
+        TaskDiff(
+            str(task),
+            len(g),
+            float(g["score_base"].mean()),
+            float(g["score_new"].mean()),
+            float((g["score_new"] - g["score_base"]).mean()),
+        )
+        for task, g in pairs.groupby("task_id", sort=True)
+    ]
+    return Comparison(
+        paired_on=tuple(on),
+        n_pairs=len(pairs),
+        base_mean=float(a.mean()) if len(a) else math.nan,
+        new_mean=float(c.mean()) if len(c) else math.nan,
+        diff=diff.mean,
+        ci_low=diff.low,
+        ci_high=diff.high,
+        level=level,
+        binary=binary,
+        mcnemar=mcnemar(a > 0.5, c > 0.5) if binary else None,
+        per_task=per_task,
+        base=RunCounts(len(b), int(b["scored"].sum())),
+        new=RunCounts(len(n), int(n["scored"].sum())),
+    )
+
+
+def gate(
+    base: pd.DataFrame,
+    new: pd.DataFrame,
+    max_drop: float = 0.02,
+    alpha: float = 0.05,
+    max_infra_error_rate: float = 0.1,
+    same_suite_hash: bool = True,
+    n_resamples: int = 2000,
+    seed: int = 0,
+) -> GateVerdict:
+    """Decide whether ``new`` regressed from ``base``.
+
+    * ``incomparable`` (exit 2) when ``same_suite_hash`` is False (the caller compares the
+      runs' suite hashes), when either run's share of unscored episodes (infra_error,
+      env_error, cancelled) exceeds ``max_infra_error_rate``, or when no episode was
+      scored in both runs.
+    * ``fail`` (exit 1) when the drop beyond ``max_drop`` is significant at ``alpha``:
+      the upper bound ``U`` of the two-sided ``1 - 2*alpha`` paired bootstrap interval of
+      ``new - base`` (the one-sided ``1 - alpha`` upper confidence bound) is below
+      ``-max_drop``; and, when the scores are binary, McNemar's test agrees: more pairs
+      succeed only in base than only in new, with one-sided p-value (half the two-sided
+      one) below ``alpha``. The exact test guards small samples, where a bootstrap
+      interval is too narrow.
+    * ``pass`` (exit 0) otherwise.
+
+    Raises:
+        ValueError: ``alpha`` is not in (0, 0.5) or ``max_drop`` is negative.
+    """
+    if not 0 < alpha < 0.5:
+        raise ValueError(f"alpha must lie in (0, 0.5), got {alpha}")
+    if max_drop < 0:
+        raise ValueError(f"max_drop must not be negative, got {max_drop}")
+    reasons: list[str] = []
+    if not same_suite_hash:
+        reasons.append("the runs' suite hashes differ: they did not evaluate the same suite")
+    cmp = compare_runs(base, new, 1 - 2 * alpha, n_resamples, seed)
+    for name, counts in (("base", cmp.base), ("new", cmp.new)):
+        if counts.episodes == 0:
+            reasons.append(f"the {name} run has no episodes")
+        elif counts.infra_error_rate > max_infra_error_rate:
+            reasons.append(
+                f"{counts.unscored} of {counts.episodes} episodes of the {name} run were not "
+                f"scored (infrastructure errors): {counts.infra_error_rate:.1%} > "
+                f"{max_infra_error_rate:.1%}"
+            )
+    if cmp.n_pairs == 0 and cmp.base.episodes and cmp.new.episodes:
+        reasons.append(f"no episode was scored in both runs (paired on {', '.join(cmp.paired_on)})")
+    if reasons:
+        return GateVerdict("incomparable", 2, reasons, cmp)
+
+    summary = (
+        f"mean score {cmp.base_mean:.3f} -> {cmp.new_mean:.3f} (diff {cmp.diff:+.3f}, "
+        f"{cmp.level:.0%} CI [{cmp.ci_low:+.3f}, {cmp.ci_high:+.3f}]) over {cmp.n_pairs} pairs"
+    )
+    beyond = cmp.ci_high < -max_drop
+    test = cmp.mcnemar
+    if test is not None:
+        one_sided = test.p_value / 2 if test.only_a > test.only_b else 1.0
+        beyond = beyond and one_sided < alpha
+        summary += (
+            f"; McNemar one-sided p={one_sided:.3g} ({test.only_a} pairs pass only in base, "
+            f"{test.only_b} only in new)"
+        )
+    if beyond:
+        return GateVerdict(
+            "fail", 1, [f"significant drop beyond {max_drop:g} at alpha {alpha:g}: {summary}"], cmp
+        )
+    verdict = f"no significant drop beyond {max_drop:g} at alpha {alpha:g}: {summary}"
+    return GateVerdict("pass", 0, [verdict], cmp)

@@ -1,0 +1,163 @@
+"""``gem-eval run`` end to end: the CLI in a subprocess against the fake model server."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from tests.fixtures.openai_server import FakeOpenAIServer, Fault, Reply
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def gem_eval(*args: str, results: Path, timeout: float = 300) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "GEM_EVAL_RESULTS": str(results), "COLUMNS": "200"}
+    return subprocess.run(
+        [sys.executable, "-m", "gem_eval", *args],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        cwd=ROOT,
+        env=env,
+    )
+
+
+def run_dirs(results: Path) -> list[Path]:
+    return sorted(p for p in results.iterdir() if (p / "manifest.json").exists())
+
+
+def records(run_dir: Path) -> list[dict[str, object]]:
+    lines = (run_dir / "episodes.jsonl").read_text().splitlines()
+    return [json.loads(line) for line in lines if line.strip()]
+
+
+def test_smoke_suite_runs_scores_and_records(
+    openai_server: FakeOpenAIServer, tmp_path: Path
+) -> None:
+    # GuessTheNumber-easy seeds 0 and 1 hide 7 and 2: guessing 7, then 2, solves both
+    # (a wrong guess only costs a turn).
+    openai_server.handler = lambda body: Reply(
+        "\\boxed{7}" if len(body["messages"]) < 3 else "\\boxed{2}"
+    )
+    result = gem_eval(
+        "run",
+        "--suite",
+        "smoke",
+        "--model",
+        "openai/fake",
+        "--model-base-url",
+        openai_server.base_url,
+        "-q",
+        results=tmp_path,
+    )
+    assert result.returncode == 0, result.stderr + result.stdout
+    [run] = run_dirs(tmp_path)
+    manifest = json.loads((run / "manifest.json").read_text())
+    assert manifest["status"] == "finished" and manifest["suite"] == "smoke"
+    assert manifest["models"][0]["name"] == "openai/fake"
+    rows = records(run)
+    assert len(rows) == manifest["episodes_planned"] == 4
+    assert {r["outcome"] for r in rows} == {"completed"}
+    guess = [r for r in rows if str(r["task_id"]).startswith("game")]
+    assert guess and all(r["success"] for r in guess)
+    assert all(r["trajectory"]["messages"] for r in rows)  # full transcripts are kept
+    assert (tmp_path / "index.sqlite").exists()
+    assert "[gem-eval]" in result.stderr  # plain progress lines when not a TTY
+
+
+def test_infra_errors_give_their_own_exit_code(
+    openai_server: FakeOpenAIServer, tmp_path: Path
+) -> None:
+    openai_server.handler = lambda body: Fault.status(503)
+    result = gem_eval(
+        "run",
+        "--suite",
+        "smoke",
+        "--model",
+        "openai/fake",
+        "--limit",
+        "1",
+        "--max-retries",
+        "1",
+        "--model-base-url",
+        openai_server.base_url,
+        "-q",
+        results=tmp_path,
+        timeout=600,
+    )
+    assert result.returncode == 3, result.stderr
+    [run] = run_dirs(tmp_path)
+    assert {r["outcome"] for r in records(run)} == {"infra_error"}
+    assert all(r["score"] is None for r in records(run))
+
+
+def test_sigkill_mid_run_then_resume_loses_and_repeats_nothing(
+    openai_server: FakeOpenAIServer, tmp_path: Path
+) -> None:
+    openai_server.latency = 0.05
+    env = {**os.environ, "GEM_EVAL_RESULTS": str(tmp_path)}
+    args = [
+        "run",
+        "--suite",
+        "games",
+        "--model",
+        "openai/fake",
+        "--limit",
+        "3",
+        "--concurrency",
+        "2",
+    ]
+    args += ["--model-base-url", openai_server.base_url, "-q"]
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "gem_eval", *args],
+        cwd=ROOT,
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline:
+        dirs = run_dirs(tmp_path) if tmp_path.exists() else []
+        if dirs and len(records(dirs[0])) >= 6:
+            break
+        time.sleep(0.05)
+    os.kill(proc.pid, signal.SIGKILL)
+    proc.wait()
+    [run] = run_dirs(tmp_path)
+    before = records(run)
+    planned = json.loads((run / "manifest.json").read_text())["episodes_planned"]
+    assert 6 <= len(before) < planned, "kill the run mid-way"
+
+    result = gem_eval("run", "--resume", "latest", "-q", results=tmp_path)
+    assert result.returncode == 0, result.stderr + result.stdout
+    after = records(run)
+    keys = [r["key"] for r in after]
+    assert len(keys) == len(set(keys)) == planned  # none lost, none counted twice
+    assert after[: len(before)] == before  # what finished before the kill is kept as it was
+    assert f"({len(before)} done)" in result.stdout.replace("\n", " ")
+    assert json.loads((run / "manifest.json").read_text())["status"] == "finished"
+
+
+@pytest.mark.parametrize(
+    ("content", "message"),
+    [
+        ("name: x\ntasks:\n  - env: game:Wordel-v0-easy\n", "game:Wordle-v0-easy"),
+        ("name: x\ntasks: [\n", "x.yaml:"),
+    ],
+)
+def test_bad_suite_is_one_line_with_file_and_line(
+    tmp_path: Path, content: str, message: str
+) -> None:
+    suite = tmp_path / "x.yaml"
+    suite.write_text(content)
+    result = gem_eval("run", "--suite", str(suite), "--model", "openai/fake", results=tmp_path)
+    assert result.returncode == 2
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("error: ") and message in lines[0]

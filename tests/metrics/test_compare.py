@@ -1,0 +1,197 @@
+from __future__ import annotations
+
+import sys
+import types
+from pathlib import Path
+from typing import Any, ClassVar
+
+import numpy as np
+import pandas as pd
+import pytest
+import typer
+from typer.testing import CliRunner
+
+from gem_eval.cli import report
+from gem_eval.metrics.compare import compare_runs, gate
+from tests.metrics.test_summary import episode, frame
+
+
+def run(
+    successes: list[bool] | np.ndarray,
+    run_id: str = "run",
+    model: str = "m",
+    infra: int = 0,
+    tasks: int = 4,
+) -> pd.DataFrame:
+    """One run: sample i of task i % tasks succeeds when successes[i]; then `infra` lost ones."""
+    rows = [
+        episode(model=model, task_id=f"t{i % tasks}", sample=i, success=bool(ok), run_id=run_id)
+        for i, ok in enumerate(successes)
+    ]
+    n = len(rows)
+    rows += [
+        episode(model=model, task_id="t0", sample=n + i, outcome="infra_error", run_id=run_id)
+        for i in range(infra)
+    ]
+    return frame(rows)
+
+
+def bernoulli(p: float, n: int, seed: int) -> np.ndarray:
+    return np.random.default_rng(seed).random(n) < p
+
+
+def test_compare_pairs_samples_and_breaks_down_by_task() -> None:
+    base = run([True] * 8, run_id="a", model="ckpt-1")
+    new = run([True] * 6 + [False] * 2, run_id="b", model="ckpt-2", infra=1)
+    cmp = compare_runs(base, new)
+    assert cmp.paired_on == ("task_id", "sample", "epoch")  # one model each: model ignored
+    assert (cmp.n_pairs, cmp.base_mean, cmp.new_mean) == (8, 1.0, 0.75)
+    assert cmp.diff == pytest.approx(-0.25)
+    assert cmp.ci_low <= cmp.diff <= cmp.ci_high
+    assert cmp.binary and cmp.mcnemar is not None
+    assert (cmp.mcnemar.only_a, cmp.mcnemar.only_b) == (2, 0)
+    assert [(t.task_id, t.n_pairs, t.diff) for t in cmp.per_task] == [
+        ("t0", 2, 0.0), ("t1", 2, 0.0), ("t2", 2, -0.5), ("t3", 2, -0.5),
+    ]  # fmt: skip
+    assert (cmp.new.episodes, cmp.new.scored, cmp.new.unscored) == (9, 8, 1)
+
+
+def test_compare_pairs_on_model_when_a_run_has_several() -> None:
+    base = pd.concat([run([True] * 4, model="x"), run([False] * 4, model="y")])
+    new = pd.concat([run([True] * 4, model="x"), run([True] * 4, model="z")])
+    cmp = compare_runs(base, new)
+    assert cmp.paired_on == ("model", "task_id", "sample", "epoch")
+    assert cmp.n_pairs == 4 and cmp.diff == 0.0
+
+
+def test_compare_continuous_scores_have_no_mcnemar() -> None:
+    base = run([True] * 4)
+    new = run([True] * 4).assign(score=[0.5, 1.0, 0.25, 1.0])
+    cmp = compare_runs(base, new)
+    assert not cmp.binary and cmp.mcnemar is None
+    assert cmp.diff == pytest.approx(-0.3125)
+
+
+def test_a_clear_regression_fails_the_gate() -> None:
+    base = run(bernoulli(0.8, 200, seed=1), model="ckpt-1")
+    new = run(bernoulli(0.4, 200, seed=2), model="ckpt-2")
+    verdict = gate(base, new)
+    assert (verdict.status, verdict.exit_code) == ("fail", 1)
+    assert "significant drop beyond 0.02" in verdict.reasons[0]
+    assert verdict.comparison is not None and verdict.comparison.ci_high < -0.02
+
+
+def test_equal_runs_pass_the_gate() -> None:
+    outcomes = bernoulli(0.6, 100, seed=3)
+    verdict = gate(run(outcomes), run(outcomes))
+    assert (verdict.status, verdict.exit_code) == ("pass", 0)
+    assert "no significant drop" in verdict.reasons[0]
+
+
+def test_a_small_insignificant_drop_passes_the_gate() -> None:
+    base = bernoulli(0.8, 100, seed=4)
+    new = base.copy()
+    new[np.flatnonzero(base)[:3]] = False  # 3 of 100 samples regress: a 0.03 drop
+    verdict = gate(run(base), run(new), max_drop=0.02)
+    assert verdict.comparison is not None and verdict.comparison.diff == pytest.approx(-0.03)
+    assert (verdict.status, verdict.exit_code) == ("pass", 0)
+
+
+def test_a_tiny_sample_cannot_fail_the_gate() -> None:
+    # The bootstrap interval of 3 pairs all lost is [-1, -1]; McNemar's exact test (p=.125)
+    # does not support a regression.
+    verdict = gate(run([True] * 3), run([False] * 3))
+    assert verdict.status == "pass"
+
+
+def test_different_suite_hashes_are_incomparable() -> None:
+    outcomes = bernoulli(0.6, 50, seed=5)
+    verdict = gate(run(outcomes), run(outcomes), same_suite_hash=False)
+    assert (verdict.status, verdict.exit_code) == ("incomparable", 2)
+    assert "suite hashes differ" in verdict.reasons[0]
+
+
+def test_a_high_infra_error_rate_is_incomparable() -> None:
+    outcomes = bernoulli(0.6, 80, seed=6)
+    verdict = gate(run(outcomes), run(outcomes, infra=20))  # 20% of the new run lost
+    assert (verdict.status, verdict.exit_code) == ("incomparable", 2)
+    assert "20 of 100 episodes of the new run were not scored" in verdict.reasons[0]
+    assert gate(run(outcomes), run(outcomes, infra=5)).status == "pass"  # ~6%: tolerated
+
+
+def test_runs_without_common_samples_are_incomparable() -> None:
+    base = run([True] * 4)
+    new = run([True] * 4).assign(task_id="other")
+    verdict = gate(base, new)
+    assert (verdict.status, verdict.exit_code) == ("incomparable", 2)
+    assert "no episode was scored in both runs" in verdict.reasons[0]
+
+
+class FakeIndex:
+    """Stands in for gem_eval.store.Index: two runs of the same suite, and one of another."""
+
+    frames: ClassVar[dict[str, pd.DataFrame]] = {}
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+
+    def runs(self) -> list[dict[str, Any]]:
+        hashes = {"base": "h1", "good": "h1", "bad": "h1", "other": "h2"}
+        return [
+            {"run_id": r, "suite_hash": hashes[r], "started_at": float(i)}
+            for i, r in enumerate(self.frames)
+        ]
+
+    def episodes_frame(
+        self, run_ids: list[str] | None = None, suite: str | None = None
+    ) -> pd.DataFrame:
+        ids = run_ids if run_ids is not None else list(self.frames)
+        return pd.concat([self.frames[r] for r in ids], ignore_index=True)
+
+    def rebuild(self, root: Path) -> None:
+        pass
+
+    def close(self) -> None:
+        pass
+
+
+def test_cli_commands_over_a_fake_index(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    outcomes = bernoulli(0.8, 200, seed=7)
+    FakeIndex.frames = {
+        "base": run(outcomes, run_id="base", model="ckpt-1"),
+        "good": run(outcomes, run_id="good", model="ckpt-2"),
+        "bad": run(bernoulli(0.3, 200, seed=8), run_id="bad", model="ckpt-3"),
+        "other": run(outcomes, run_id="other", model="ckpt-4"),
+    }
+    monkeypatch.setitem(sys.modules, "gem_eval.store", types.SimpleNamespace(Index=FakeIndex))
+    app = typer.Typer()
+    app.command()(report.leaderboard)
+    app.command()(report.compare)
+    app.command()(report.gate)
+    cli = CliRunner()
+    common = ["--results-dir", str(tmp_path)]
+
+    def invoke(*args: str) -> Any:
+        return cli.invoke(app, [*args, *common], env={"COLUMNS": "200"})
+
+    result = invoke("gate", "bad", "--baseline", "base")
+    assert result.exit_code == 1, result.output
+    assert result.output.startswith("gate FAIL: bad against baseline base")
+    assert invoke("gate", "good", "--baseline", "base").exit_code == 0
+    result = invoke("gate", "other", "--baseline", "base")
+    assert result.exit_code == 2 and "suite hash: baseline h1, new h2" in result.output
+    assert invoke("gate", "latest", "--baseline", "base").exit_code == 2  # "other" is latest
+
+    result = invoke("leaderboard", "base", "bad", "--format", "md")
+    assert result.exit_code == 0, result.output
+    assert result.output.splitlines()[2].startswith("| ckpt-1 | 200 |")
+    result = invoke("leaderboard", "--by", "task")
+    assert result.exit_code == 0 and "ckpt-4" in result.output and "t3" in result.output
+    result = invoke("leaderboard", "-o", str(tmp_path / "board.json"))
+    assert result.exit_code == 0 and (tmp_path / "board.json").exists()
+
+    result = invoke("compare", "base", "bad")
+    assert result.exit_code == 0, result.output
+    assert "McNemar" in result.output and "all" in result.output
+    result = invoke("compare", "base", "bda")
+    assert result.exit_code != 0 and "Did you mean: bad" in str(result.exception)
