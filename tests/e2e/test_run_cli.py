@@ -161,3 +161,65 @@ def test_bad_suite_is_one_line_with_file_and_line(
     assert result.returncode == 2
     lines = result.stderr.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("error: ") and message in lines[0]
+
+
+FIXED = """\
+name: fixed
+description: GuessTheNumber with one possible secret, 3, that a model knows or not.
+defaults: {samples: 12, limits: {max_turns: 2}}
+tasks:
+  - env: game:GuessTheNumber-v0
+    id: three
+    args: {min_number: 3, max_number: 3, max_turns: 2}
+"""
+
+
+def test_leaderboard_compare_and_gate(openai_server: FakeOpenAIServer, tmp_path: Path) -> None:
+    suite = tmp_path / "fixed.yaml"
+    suite.write_text(FIXED)
+    results = tmp_path / "results"
+
+    def run(model: str, answer: str) -> str:
+        openai_server.handler = lambda body: Reply(answer)
+        result = gem_eval(
+            "run",
+            "--suite",
+            str(suite),
+            "--model",
+            model,
+            "--model-base-url",
+            openai_server.base_url,
+            "-q",
+            results=results,
+        )
+        assert result.returncode == 0, result.stderr
+        return _newest(results)
+
+    base = run("openai/good", "\\boxed{3}")
+    again = run("openai/good-too", "\\boxed{3}")
+    worse = run("openai/bad", "\\boxed{4}")
+
+    board = gem_eval("leaderboard", "--format", "csv", results=results)
+    assert board.returncode == 0, board.stderr
+    lines = board.stdout.strip().splitlines()
+    header = lines[0].split(",")
+    by_model = {row.split(",")[header.index("model")]: row.split(",") for row in lines[1:]}
+    assert set(by_model) == {"openai/good", "openai/good-too", "openai/bad"}
+    score = header.index("score")
+    assert float(by_model["openai/good"][score]) == 1.0
+    assert float(by_model["openai/bad"][score]) == 0.0
+
+    compared = gem_eval("compare", base, worse, results=results)
+    assert compared.returncode == 0, compared.stderr
+    assert "-1" in compared.stdout
+
+    passing = gem_eval("gate", again, "--baseline", base, results=results)
+    assert passing.returncode == 0, passing.stdout + passing.stderr
+    failing = gem_eval("gate", worse, "--baseline", base, results=results)
+    assert failing.returncode == 1, failing.stdout + failing.stderr
+    assert "FAIL" in failing.stdout
+
+
+def _newest(results: Path) -> str:
+    manifests = [json.loads((d / "manifest.json").read_text()) for d in run_dirs(results)]
+    return max(manifests, key=lambda m: m["started_at"])["run_id"]
