@@ -10,6 +10,7 @@ from gem_eval._version import __version__
 from gem_eval.cli.envs import envs_app
 from gem_eval.cli.play import play
 from gem_eval.cli.report import compare, gate, leaderboard
+from gem_eval.cli.results import results_app
 from gem_eval.cli.run import run
 from gem_eval.cli.suites import suites_app
 
@@ -27,6 +28,7 @@ app.command()(gate)
 app.command()(play)
 app.add_typer(envs_app, name="envs")
 app.add_typer(suites_app, name="suites")
+app.add_typer(results_app, name="results")
 
 
 def _print_version(value: bool) -> None:

@@ -7,6 +7,7 @@ suite YAML -> episode specs -> runner (executor: env + model + tools) -> records
 from __future__ import annotations
 
 import platform
+import sqlite3
 import subprocess
 import time
 from collections import Counter
@@ -20,6 +21,9 @@ from gem_eval.errors import UserError
 from gem_eval.records import EpisodeRecord, EpisodeSpec, ModelSpec, RunManifest
 from gem_eval.runner.executor import Executor, LocalExecutor
 from gem_eval.runner.runner import Runner, RunSummary
+
+RERUN_ON_RESUME = ("cancelled", "infra_error")
+"""Outcomes ``--resume`` plays again: they say nothing about the model."""
 
 
 @dataclass
@@ -106,7 +110,7 @@ def plan_run(
             extra={"options": asdict(options)},
         )
         run_dir = RunDir.create(results_dir, manifest)
-    done_keys = run_dir.done_keys()
+    done_keys = run_dir.done_keys(rerun=RERUN_ON_RESUME)
     totals = Counter(s.task.id for s in specs)
     done = Counter(s.task.id for s in specs if s.key in done_keys)
     todo = [s for s in specs if s.key not in done_keys]
@@ -131,10 +135,16 @@ async def execute_run(
     manifest.status, manifest.finished_at = "running", None
     plan.run_dir.write_manifest(manifest)
     index.add_run(manifest)
+    index.sync_run(plan.run_dir)  # a crash may have left the index behind the JSONL
+    stale = False
 
     def record(rec: EpisodeRecord) -> None:
+        nonlocal stale
         plan.run_dir.append(rec)  # the JSONL is the source of truth: write it first
-        index.add_episode(rec)
+        try:
+            index.add_episode(rec)
+        except sqlite3.Error:  # the index is a cache: catch up after the run
+            stale = True
 
     if executor is None:
         executor = LocalExecutor(model_factory or default_model_factory)
@@ -163,6 +173,8 @@ async def execute_run(
         manifest.finished_at = time.time()
         plan.run_dir.write_manifest(manifest)
         index.add_run(manifest)
+        if stale:
+            index.sync_run(plan.run_dir)
         index.close()
     return summary
 

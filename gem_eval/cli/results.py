@@ -1,0 +1,161 @@
+"""``gem-eval results list``, ``results show`` and ``results reindex``."""
+
+from __future__ import annotations
+
+import time
+from collections import Counter, defaultdict
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated
+
+import typer
+from rich.markup import escape
+from rich.table import Table
+
+from gem_eval.errors import UserError
+
+if TYPE_CHECKING:
+    from gem_eval.records import EpisodeRecord, RunManifest
+
+results_app = typer.Typer(help="List, show and re-index recorded runs.", no_args_is_help=True)
+
+ResultsDir = Annotated[
+    Path,
+    typer.Option(
+        "--results-dir",
+        envvar="GEM_EVAL_RESULTS",
+        help="The results directory (run directories and index.sqlite).",
+    ),
+]
+DEFAULT_RESULTS_DIR = Path("results")
+
+
+@results_app.command("list")
+def list_command(
+    results_dir: ResultsDir = DEFAULT_RESULTS_DIR,
+    suite: Annotated[str | None, typer.Option("--suite", help="Only runs of this suite.")] = None,
+) -> None:
+    """List recorded runs, oldest first (from the index; built first if missing)."""
+    from gem_eval.cli.render import console
+    from gem_eval.store import INDEX_FILE, Index
+
+    _check_dir(results_dir)
+    missing = not (results_dir / INDEX_FILE).exists()
+    with Index.for_root(results_dir) as index:
+        if missing:
+            index.rebuild(results_dir)
+        runs = [r for r in index.runs() if suite is None or r["suite"] == suite]
+    table = Table(title=f"{len(runs)} runs in {results_dir}", title_justify="left")
+    for name in ("run id", "suite", "models", "status", "episodes", "started"):
+        table.add_column(
+            name, no_wrap=name != "models", style="bold cyan" if name == "run id" else ""
+        )
+    for r in runs:
+        table.add_row(
+            r["run_id"],
+            r["suite"],
+            ", ".join(r["models"]),
+            _status(r["status"]),
+            f"{r['episodes_done']}/{r['episodes_planned']}",
+            _when(r["started_at"]),
+        )
+    console.print(table)
+
+
+@results_app.command("show")
+def show_command(
+    run_id: Annotated[str, typer.Argument(help="A run id, or 'latest'.")],
+    results_dir: ResultsDir = DEFAULT_RESULTS_DIR,
+) -> None:
+    """Show a run's manifest and the outcomes of its episodes, per model."""
+    from gem_eval.cli.render import console
+    from gem_eval.store import RunDir
+
+    _check_dir(results_dir)
+    run = RunDir.open(results_dir, run_id)
+    manifest = run.read_manifest()
+    records = list(run.latest_by_key().values())
+    console.print(_manifest_grid(manifest, records))
+    console.print(_outcome_table(records))
+
+
+@results_app.command("reindex")
+def reindex_command(results_dir: ResultsDir = DEFAULT_RESULTS_DIR) -> None:
+    """Rebuild index.sqlite from every run directory's manifest and episodes.jsonl."""
+    from gem_eval.cli.render import console
+    from gem_eval.store import Index
+
+    _check_dir(results_dir)
+    started = time.perf_counter()
+    with Index.for_root(results_dir) as index:
+        stats = index.rebuild(results_dir)
+    for run_id, reason in stats.skipped.items():
+        console.print(f"[yellow]skipped[/] {run_id}: {reason}", markup=True, highlight=False)
+    console.print(
+        f"indexed {stats.runs} runs, {stats.episodes} episodes into "
+        f"{index.path} in {time.perf_counter() - started:.2f} s"
+        + (f" ({len(stats.skipped)} skipped)" if stats.skipped else "")
+    )
+
+
+def _check_dir(results_dir: Path) -> None:
+    if not results_dir.is_dir():
+        raise UserError(
+            f"no results directory {str(results_dir)!r} (set --results-dir or GEM_EVAL_RESULTS)"
+        )
+
+
+def _when(timestamp: float | None) -> str:
+    return "-" if timestamp is None else time.strftime("%Y-%m-%d %H:%M", time.localtime(timestamp))
+
+
+def _status(status: str) -> str:
+    color = {"finished": "green", "running": "blue", "failed": "red"}.get(status, "yellow")
+    return f"[{color}]{status}[/]"
+
+
+def _manifest_grid(m: RunManifest, records: list[EpisodeRecord]) -> Table:
+    done = sum(r.outcome != "cancelled" for r in records)
+    tokens = sum(r.input_tokens + r.output_tokens for r in records)
+    cost = sum(r.cost_usd or 0.0 for r in records)
+    duration = f"{m.finished_at - m.started_at:.0f} s" if m.finished_at is not None else "-"
+    grid = Table.grid(padding=(0, 2))
+    rows = [
+        ("run id", m.run_id),
+        (
+            "suite",
+            f"{m.suite}{f' ({m.suite_path})' if m.suite_path else ''}, hash {m.suite_hash[:12]}",
+        ),
+        ("models", ", ".join(model.name for model in m.models)),
+        ("status", _status(m.status)),
+        (
+            "episodes",
+            f"{done}/{m.episodes_planned} done (tasks: {len(m.tasks)}, epochs: {m.epochs})",
+        ),
+        ("usage", f"{tokens:,} tokens, ${cost:.4f}"),
+        ("started", f"{_when(m.started_at)} (duration {duration})"),
+        ("seed", str(m.seed)),
+        ("gem-eval", f"{m.gem_eval_version} (commit {m.git_commit or '-'}) on {m.host}"),
+    ]
+    for name, value in rows:
+        grid.add_row(f"[bold]{name}[/]", value if name == "status" else escape(value))
+    return grid
+
+
+def _outcome_table(records: list[EpisodeRecord]) -> Table:
+    counts: dict[str, Counter[str]] = defaultdict(Counter)
+    scores: dict[str, list[float]] = defaultdict(list)
+    for r in records:
+        counts[r.model][r.outcome] += 1
+        if r.scored and r.score is not None:
+            scores[r.model].append(r.score)
+    outcomes = sorted({o for c in counts.values() for o in c})
+    table = Table(title="outcomes", title_justify="left")
+    table.add_column("model", style="bold cyan")
+    for outcome in outcomes:
+        table.add_column(outcome, justify="right")
+    table.add_column("mean score", justify="right")
+    for model, c in sorted(counts.items()):
+        s = scores[model]
+        mean = f"{sum(s) / len(s):.3f}" if s else "-"
+        table.add_row(model, *(str(c[o]) for o in outcomes), mean)
+    return table

@@ -1,0 +1,34 @@
+"""The embedded results store.
+
+* :class:`RunDir` -- ``results/<run-id>/``: ``manifest.json`` and the append-only
+  ``episodes.jsonl``, the source of truth.
+* :class:`Index` -- ``results/index.sqlite``: runs and per-episode scores for fast
+  leaderboards, rebuildable from the run directories.
+"""
+
+from __future__ import annotations
+
+from gem_eval.store.index import INDEX_FILE, Index, RebuildStats
+from gem_eval.store.run_dir import (
+    EPISODES_FILE,
+    LATEST,
+    MANIFEST_FILE,
+    RERUN_ON_RESUME,
+    RunDir,
+    list_run_ids,
+)
+from gem_eval.store.run_id import check_run_id, new_run_id
+
+__all__ = [
+    "EPISODES_FILE",
+    "INDEX_FILE",
+    "LATEST",
+    "MANIFEST_FILE",
+    "RERUN_ON_RESUME",
+    "Index",
+    "RebuildStats",
+    "RunDir",
+    "check_run_id",
+    "list_run_ids",
+    "new_run_id",
+]

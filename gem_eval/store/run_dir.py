@@ -1,0 +1,259 @@
+"""One run's directory, ``results/<run-id>/``: the source of truth of its results.
+
+* ``manifest.json`` -- the :class:`~gem_eval.records.RunManifest`, rewritten atomically
+  (temporary file, fsync, rename) so that a reader never sees half a manifest.
+* ``episodes.jsonl`` -- one :class:`~gem_eval.records.EpisodeRecord` per line, appended as
+  episodes finish and fsynced after each, so a crash loses at most the episodes in flight.
+
+A crash in the middle of an append leaves an unterminated last line. Readers skip it, and
+the next append cuts it off first, so the file stays valid JSONL. An episode can appear more
+than once (cancelled by Ctrl-C, then played again on resume): the last line wins.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from collections.abc import Collection, Iterable, Iterator
+from pathlib import Path
+from typing import BinaryIO, TypeVar
+
+from pydantic import BaseModel, ValidationError
+
+from gem_eval.errors import GemEvalError, UserError, closest
+from gem_eval.records import EpisodeRecord, RunManifest
+from gem_eval.store.run_id import is_valid_run_id
+
+MANIFEST_FILE = "manifest.json"
+EPISODES_FILE = "episodes.jsonl"
+LATEST = "latest"
+RERUN_ON_RESUME: tuple[str, ...] = ("cancelled",)
+"""Outcomes of episodes that are not done: ``--resume`` plays them again."""
+
+_CHUNK = 1 << 16
+M = TypeVar("M", bound=BaseModel)
+
+
+class _Head(BaseModel):
+    """The two fields resume needs; parsing skips the (large) trajectory."""
+
+    key: str
+    outcome: str
+
+
+class RunDir:
+    """The directory of one run. Safe for one writer (any thread) and many readers.
+
+    Args:
+        path: The run's directory, ``<results root>/<run id>``.
+    """
+
+    def __init__(self, path: str | os.PathLike[str]) -> None:
+        self.path = Path(path)
+        self._lock = threading.Lock()
+
+    def __repr__(self) -> str:
+        return f"RunDir({str(self.path)!r})"
+
+    @property
+    def run_id(self) -> str:
+        return self.path.name
+
+    @property
+    def manifest_path(self) -> Path:
+        return self.path / MANIFEST_FILE
+
+    @property
+    def episodes_path(self) -> Path:
+        return self.path / EPISODES_FILE
+
+    @classmethod
+    def create(cls, root: str | os.PathLike[str], manifest: RunManifest) -> RunDir:
+        """Create ``<root>/<manifest.run_id>/`` with its manifest and an empty episode log.
+
+        Raises:
+            UserError: The run id is not a valid directory name, or the run already exists.
+        """
+        if not is_valid_run_id(manifest.run_id):
+            raise UserError(f"invalid run id {manifest.run_id!r}")
+        root = Path(root)
+        root.mkdir(parents=True, exist_ok=True)
+        try:
+            (root / manifest.run_id).mkdir()
+        except FileExistsError:
+            raise UserError(f"run {manifest.run_id!r} already exists in {root}") from None
+        run = cls(root / manifest.run_id)
+        run.write_manifest(manifest)
+        run.episodes_path.touch()
+        _fsync_dir(root)
+        return run
+
+    @classmethod
+    def open(cls, root: str | os.PathLike[str], run_id: str) -> RunDir:
+        """Open an existing run; ``run_id`` ``"latest"`` is the most recently started one.
+
+        Raises:
+            UserError: No such run under ``root`` (the message names the closest ids).
+        """
+        root = Path(root)
+        if run_id == LATEST:
+            return cls.latest(root)
+        if is_valid_run_id(run_id) and (root / run_id / MANIFEST_FILE).is_file():
+            return cls(root / run_id)
+        known = list_run_ids(root)
+        if not known:
+            raise UserError(f"no run {run_id!r}: there are no runs in {root}")
+        hits = [k for k in known if run_id and run_id in k][-3:] or closest(run_id, known)
+        hint = f" Did you mean: {', '.join(hits)}?" if hits else ""
+        raise UserError(f"no run {run_id!r} in {root}.{hint}")
+
+    @classmethod
+    def latest(cls, root: str | os.PathLike[str]) -> RunDir:
+        """The run under ``root`` with the latest ``started_at`` (ties: the greater id).
+
+        Raises:
+            UserError: There is no run under ``root``.
+        """
+        root = Path(root)
+        best: tuple[float, str] | None = None
+        for run_id in list_run_ids(root):
+            try:
+                started = cls(root / run_id).read_manifest().started_at
+            except GemEvalError:
+                continue  # a broken manifest names no start time; `results reindex` reports it
+            if best is None or (started, run_id) > best:
+                best = (started, run_id)
+        if best is None:
+            raise UserError(f"no runs in {root}")
+        return cls(root / best[1])
+
+    def write_manifest(self, manifest: RunManifest) -> None:
+        """Replace the manifest atomically: a reader sees the old one or the new one."""
+        if manifest.run_id != self.run_id:
+            raise ValueError(f"manifest of run {manifest.run_id!r} written to {self.path}")
+        tmp = self.path / f".{MANIFEST_FILE}.{os.getpid()}.tmp"
+        with open(tmp, "wb") as f:
+            f.write(manifest.model_dump_json(indent=2).encode() + b"\n")
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, self.manifest_path)
+        _fsync_dir(self.path)
+
+    def read_manifest(self) -> RunManifest:
+        """The run's manifest.
+
+        Raises:
+            GemEvalError: It is missing or does not validate.
+        """
+        try:
+            return RunManifest.model_validate_json(self.manifest_path.read_bytes())
+        except (OSError, ValidationError) as exc:
+            raise GemEvalError(f"{self.manifest_path}: unreadable manifest: {exc}") from exc
+
+    def append(self, record: EpisodeRecord) -> None:
+        """Append one record and fsync it: once this returns, the record survives a crash."""
+        self.extend((record,))
+
+    def extend(self, records: Iterable[EpisodeRecord]) -> int:
+        """Append many records with one fsync (imports, tests); returns how many."""
+        lines = []
+        for record in records:
+            if record.run_id != self.run_id:
+                raise ValueError(f"record of run {record.run_id!r} appended to {self.path}")
+            lines.append(record.model_dump_json().encode() + b"\n")
+        with self._lock, open(self.episodes_path, "a+b") as f:
+            _cut_torn_tail(f)
+            f.write(b"".join(lines))
+            f.flush()
+            os.fsync(f.fileno())
+        return len(lines)
+
+    def records(self) -> Iterator[EpisodeRecord]:
+        """Every complete record, in the order written (duplicates of a key included).
+
+        Raises:
+            GemEvalError: A complete line is not a valid record (the file was edited).
+        """
+        return self.read_as(EpisodeRecord)
+
+    def read_as(self, model: type[M]) -> Iterator[M]:
+        """Every complete line validated as ``model``: a model with some of
+        :class:`~gem_eval.records.EpisodeRecord`'s fields parses faster, skipping the rest
+        (the trajectory above all).
+
+        Raises:
+            GemEvalError: A complete line does not validate.
+        """
+        for lineno, line in self._lines():
+            try:
+                yield model.model_validate_json(line)
+            except ValidationError as exc:
+                raise GemEvalError(f"{self.episodes_path}:{lineno}: bad record: {exc}") from exc
+
+    def latest_by_key(self) -> dict[str, EpisodeRecord]:
+        """The last record of each episode key."""
+        return {r.key: r for r in self.records()}
+
+    def done_keys(self, rerun: Collection[str] = RERUN_ON_RESUME) -> set[str]:
+        """Keys of the episodes that resume must not play again.
+
+        Args:
+            rerun: Outcomes that do not count as done (by default only ``cancelled``).
+                The last record of a key decides.
+        """
+        last = {head.key: head.outcome for head in self.read_as(_Head)}
+        return {key for key, outcome in last.items() if outcome not in rerun}
+
+    def _lines(self) -> Iterator[tuple[int, bytes]]:
+        """Complete, non-blank lines with their 1-based numbers; an unterminated tail is
+        a torn write (or one still in progress) and is left out."""
+        if not self.episodes_path.exists():
+            return
+        with open(self.episodes_path, "rb") as f:
+            for lineno, line in enumerate(f, 1):
+                if not line.endswith(b"\n"):
+                    return
+                if line.strip():
+                    yield lineno, line
+
+
+def list_run_ids(root: str | os.PathLike[str]) -> list[str]:
+    """The ids of the runs under ``root`` (directories with a manifest), sorted."""
+    root = Path(root)
+    if not root.is_dir():
+        return []
+    return sorted(p.name for p in root.iterdir() if (p / MANIFEST_FILE).is_file())
+
+
+def _cut_torn_tail(f: BinaryIO) -> None:
+    """Truncate ``f`` after its last newline, dropping a line a crash left unfinished."""
+    size = f.seek(0, os.SEEK_END)
+    if size == 0:
+        return
+    f.seek(size - 1)
+    if f.read(1) == b"\n":
+        return
+    end = size
+    while end > 0:
+        start = max(0, end - _CHUNK)
+        f.seek(start)
+        newline = f.read(end - start).rfind(b"\n")
+        if newline >= 0:
+            f.truncate(start + newline + 1)
+            return
+        end = start
+    f.truncate(0)
+
+
+def _fsync_dir(path: Path) -> None:
+    """Make a rename or a new entry in ``path`` durable (a no-op where unsupported)."""
+    try:
+        fd = os.open(path, os.O_RDONLY)
+    except OSError:
+        return
+    try:
+        os.fsync(fd)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)

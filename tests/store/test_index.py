@@ -1,0 +1,217 @@
+from __future__ import annotations
+
+import sqlite3
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from gem_eval.cli.results import results_app
+from gem_eval.errors import UserError
+from gem_eval.records import EPISODE_COLUMNS
+from gem_eval.store import Index, RunDir
+from gem_eval.store.index import INDEX_SCHEMA_VERSION
+from tests.store.test_run_dir import make_manifest, make_record, make_trajectory
+
+
+def fill(root: Path, index: Index | None = None) -> None:
+    """Two smoke runs and one games run, with a replayed episode, written as a runner would:
+    each record to the run dir and (when given) the index."""
+    plan = {
+        "run-1": ("smoke", ["completed", "cancelled", "infra_error"]),
+        "run-2": ("smoke", ["completed", "truncated"]),
+        "run-3": ("games", ["completed"]),
+    }
+    for n, (run_id, (suite, outcomes)) in enumerate(plan.items()):
+        manifest = make_manifest(run_id, suite=suite, started_at=1000.0 + n)
+        run = RunDir.create(root, manifest)
+        if index:
+            index.add_run(manifest)
+        for sample, outcome in enumerate(outcomes):
+            for model in ("model-a", "model-b"):
+                score = None if outcome in ("cancelled", "infra_error") else sample / 2
+                record = make_record(run_id, model, "guess", sample, outcome, score)
+                run.append(record.model_copy(update={"trajectory": make_trajectory()}))
+                if index:
+                    index.add_episode(record)
+        # resume plays run-1's cancelled episode again
+        if run_id == "run-1":
+            record = make_record(run_id, "model-a", "guess", 1, "completed", 0.25)
+            run.append(record)
+            if index:
+                index.add_episode(record)
+        manifest = manifest.model_copy(update={"status": "finished", "finished_at": 2000.0})
+        run.write_manifest(manifest)
+        if index:
+            index.update_run(manifest)
+
+
+def test_wal_mode_and_schema_version(tmp_path: Path) -> None:
+    with Index.for_root(tmp_path):
+        pass
+    conn = sqlite3.connect(tmp_path / "index.sqlite")
+    assert conn.execute("PRAGMA journal_mode").fetchone() == ("wal",)
+    assert conn.execute("SELECT version FROM schema_version").fetchall() == [
+        (INDEX_SCHEMA_VERSION,)
+    ]
+    conn.close()
+
+
+def test_runs_list_models_status_and_episodes_done(tmp_path: Path) -> None:
+    with Index.for_root(tmp_path) as index:
+        fill(tmp_path, index)
+        runs = index.runs()
+    assert [r["run_id"] for r in runs] == ["run-1", "run-2", "run-3"]
+    first = runs[0]
+    assert first["models"] == ["model-a", "model-b"]
+    assert first["status"] == "finished" and first["finished_at"] == 2000.0
+    assert first["episodes_planned"] == 4
+    assert first["episodes_done"] == 5  # model-b's sample 1 is still cancelled
+
+
+def test_a_replayed_episode_replaces_its_row(tmp_path: Path) -> None:
+    with Index.for_root(tmp_path) as index:
+        index.add_run(make_manifest())
+        index.add_episode(make_record(sample=0, outcome="cancelled", score=None))
+        index.add_episode(make_record(sample=1))
+        index.add_episode(make_record(sample=0, outcome="completed", score=0.5))
+        rows = index.episodes()
+    assert [(r["sample"], r["outcome"], r["score"]) for r in rows] == [
+        (0, "completed", 0.5),
+        (1, "completed", 1.0),
+    ]
+    assert rows[0]["success"] is True
+
+
+def test_episodes_filter_by_run_and_suite(tmp_path: Path) -> None:
+    with Index.for_root(tmp_path) as index:
+        fill(tmp_path, index)
+        assert {r["run_id"] for r in index.episodes(suite="smoke")} == {"run-1", "run-2"}
+        assert {r["run_id"] for r in index.episodes(["run-2", "run-3"])} == {"run-2", "run-3"}
+        assert index.episodes(["run-3"], suite="smoke") == []
+        assert index.episodes([]) == []
+
+
+def test_episodes_frame_has_the_episode_columns(tmp_path: Path) -> None:
+    with Index.for_root(tmp_path) as index:
+        fill(tmp_path, index)
+        frame = index.episodes_frame(suite="smoke")
+        empty = index.episodes_frame(["nope"])
+    assert list(frame.columns) == EPISODE_COLUMNS
+    assert len(frame) == 10
+    assert frame["success"].dtype == bool
+    assert frame["cost_usd"].dtype == float
+    assert list(empty.columns) == EPISODE_COLUMNS and empty.empty
+
+
+def test_rebuild_equals_incremental(tmp_path: Path) -> None:
+    root = tmp_path / "results"
+    with Index.for_root(root) as incremental:
+        fill(root, incremental)
+        expected_runs, expected_episodes = incremental.runs(), incremental.episodes()
+    with Index(tmp_path / "rebuilt.sqlite") as rebuilt:
+        stats = rebuilt.rebuild(root)
+        assert (stats.runs, stats.episodes, stats.skipped) == (3, 12, {})
+        assert rebuilt.runs() == expected_runs
+        assert rebuilt.episodes() == expected_episodes
+
+
+def test_rebuild_drops_gone_runs_and_reports_broken_ones(tmp_path: Path) -> None:
+    with Index.for_root(tmp_path) as index:
+        fill(tmp_path, index)
+        (tmp_path / "run-3" / "manifest.json").write_text("{")
+        stats = index.rebuild(tmp_path)
+        assert stats.runs == 2 and list(stats.skipped) == ["run-3"]
+        assert [r["run_id"] for r in index.runs()] == ["run-1", "run-2"]
+
+
+def test_sync_run_catches_up_after_a_crash_between_the_two_writes(tmp_path: Path) -> None:
+    with Index.for_root(tmp_path) as index:
+        fill(tmp_path, index)
+        run = RunDir.open(tmp_path, "run-2")
+        run.append(make_record("run-2", "model-b", "guess", 1, "completed", 0.75))
+        run.append(make_record("run-2", "model-c", "guess", 0, "completed", 1.0))
+        assert index.sync_run(run) == 5
+        synced = index.episodes()
+    with Index(tmp_path / "rebuilt.sqlite") as rebuilt:
+        rebuilt.rebuild(tmp_path)
+        assert rebuilt.episodes() == synced
+
+
+def test_an_index_of_another_schema_is_recreated(tmp_path: Path) -> None:
+    with Index.for_root(tmp_path) as index:
+        fill(tmp_path, index)
+    conn = sqlite3.connect(tmp_path / "index.sqlite")
+    conn.execute("UPDATE schema_version SET version = 0")
+    conn.commit()
+    conn.close()
+    with Index.for_root(tmp_path) as index:
+        assert index.runs() == []
+        index.rebuild(tmp_path)
+        assert len(index.runs()) == 3
+
+
+def test_many_episodes_are_one_transaction_and_readers_see_them(tmp_path: Path) -> None:
+    with Index.for_root(tmp_path) as writer, Index.for_root(tmp_path) as reader:
+        writer.add_run(make_manifest())
+        statements: list[str] = []
+        writer._conn.set_trace_callback(statements.append)
+        writer.add_episodes(make_record(sample=i) for i in range(2000))
+        assert statements.count("BEGIN IMMEDIATE") == 1
+        assert statements.count("COMMIT") == 1
+        assert len(reader.episodes()) == 2000
+
+
+def test_readers_do_not_wait_for_a_writer(tmp_path: Path) -> None:
+    with Index.for_root(tmp_path) as index:
+        fill(tmp_path, index)
+    writer = sqlite3.connect(tmp_path / "index.sqlite", isolation_level=None)
+    writer.execute("BEGIN IMMEDIATE")  # e.g. a long `results reindex`
+    writer.execute("DELETE FROM episodes")
+    with Index.for_root(tmp_path, busy_timeout_s=0.01) as reader:
+        assert len(reader.runs()) == 3 and len(reader.episodes()) == 12
+    writer.execute("ROLLBACK")
+    writer.close()
+
+
+# The CLI front-ends: `gem-eval results ...`.
+
+runner = CliRunner()
+
+
+def test_cli_list_builds_a_missing_index(tmp_path: Path) -> None:
+    fill(tmp_path)
+    result = runner.invoke(
+        results_app, ["list", "--results-dir", str(tmp_path)], env={"COLUMNS": "200"}
+    )
+    assert result.exit_code == 0, result.output
+    assert "3 runs" in result.output and "5/4" in result.output
+    assert (tmp_path / "index.sqlite").exists()
+
+
+def test_cli_reindex_and_show(tmp_path: Path) -> None:
+    fill(tmp_path)
+    result = runner.invoke(results_app, ["reindex"], env={"GEM_EVAL_RESULTS": str(tmp_path)})
+    assert result.exit_code == 0, result.output
+    assert "indexed 3 runs, 12 episodes" in result.output
+    result = runner.invoke(
+        results_app, ["show", "latest", "--results-dir", str(tmp_path)], env={"COLUMNS": "200"}
+    )
+    assert result.exit_code == 0, result.output
+    assert "run-3" in result.output and "games" in result.output
+
+
+def test_cli_unknown_run_is_a_user_error(tmp_path: Path) -> None:
+    fill(tmp_path)
+    result = runner.invoke(results_app, ["show", "run-4", "--results-dir", str(tmp_path)])
+    assert isinstance(result.exception, UserError)
+    assert "Did you mean" in str(result.exception)
+    result = runner.invoke(results_app, ["list", "--results-dir", str(tmp_path / "nope")])
+    assert isinstance(result.exception, UserError)
+
+
+@pytest.mark.parametrize("command", ["list", "reindex"])
+def test_cli_commands_without_results_dir_fail_cleanly(tmp_path: Path, command: str) -> None:
+    result = runner.invoke(results_app, [command, "--results-dir", str(tmp_path / "missing")])
+    assert isinstance(result.exception, UserError)
+    assert not (tmp_path / "missing").exists()
