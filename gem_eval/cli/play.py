@@ -7,23 +7,8 @@ from typing import Annotated, Any
 import typer
 
 from gem_eval.cli import render
+from gem_eval.cli.options import parse_key_values
 from gem_eval.errors import UserError
-
-
-def _parse_args(pairs: list[str]) -> dict[str, Any]:
-    """``["max_turns=5", "word_length=4"]`` -> ``{"max_turns": 5, "word_length": 4}``."""
-    import yaml
-
-    out: dict[str, Any] = {}
-    for pair in pairs:
-        key, sep, value = pair.partition("=")
-        if not sep or not key:
-            raise UserError(f"--arg takes key=value, got {pair!r}")
-        try:
-            out[key.strip()] = yaml.safe_load(value)
-        except yaml.YAMLError:
-            raise UserError(f"--arg {key.strip()}: cannot read the value {value!r}") from None
-    return out
 
 
 def _make_env(env_id: str, env_args: dict[str, Any], seed: int | None) -> Any:
@@ -72,7 +57,7 @@ def play(
     """Play one episode and print its transcript."""
     if not 0.0 <= gamma <= 1.0:
         raise UserError("--gamma must lie in [0, 1]")
-    env = _make_env(env_id, _parse_args(arg or []), seed)
+    env = _make_env(env_id, parse_key_values(arg or [], "--arg"), seed)
     if model is None:
         _play_policy(env, policy, seed, gamma)
         return

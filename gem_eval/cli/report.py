@@ -6,28 +6,18 @@ render. pandas is imported only when a command runs.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from contextlib import contextmanager
 from enum import Enum
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
+from gem_eval.cli.options import DEFAULT_RESULTS_DIR, ResultsDir, open_index
 from gem_eval.errors import UserError, did_you_mean
 
 if TYPE_CHECKING:
-    from gem_eval.store import Index
+    pass
 
-ResultsDir = Annotated[
-    Path,
-    typer.Option(
-        "--results-dir",
-        envvar="GEM_EVAL_RESULTS",
-        help="The results directory (run directories and index.sqlite).",
-    ),
-]
-DEFAULT_RESULTS_DIR = Path("results")
 LATEST = "latest"
 
 
@@ -54,26 +44,6 @@ GROUPS: dict[By, tuple[str, ...]] = {
     By.task: ("model", "task_id"),
     By.category: ("model", "category"),
 }
-
-
-@contextmanager
-def open_index(results_dir: Path) -> Iterator[Index]:
-    """The results index, built from the run directories first when it is missing."""
-    from gem_eval.store import Index
-
-    if not results_dir.is_dir():
-        raise UserError(
-            f"no results directory {str(results_dir)!r} (set --results-dir or GEM_EVAL_RESULTS)"
-        )
-    path = results_dir / "index.sqlite"
-    missing = not path.exists()
-    index = Index(path)
-    try:
-        if missing:
-            index.rebuild(results_dir)
-        yield index
-    finally:
-        index.close()
 
 
 def resolve_run(runs: list[dict[str, Any]], run_id: str) -> dict[str, Any]:

@@ -4,29 +4,18 @@ from __future__ import annotations
 
 import time
 from collections import Counter, defaultdict
-from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
 import typer
 from rich.markup import escape
 from rich.table import Table
 
-from gem_eval.errors import UserError
+from gem_eval.cli.options import DEFAULT_RESULTS_DIR, ResultsDir, check_results_dir
 
 if TYPE_CHECKING:
     from gem_eval.records import EpisodeRecord, RunManifest
 
 results_app = typer.Typer(help="List, show and re-index recorded runs.", no_args_is_help=True)
-
-ResultsDir = Annotated[
-    Path,
-    typer.Option(
-        "--results-dir",
-        envvar="GEM_EVAL_RESULTS",
-        help="The results directory (run directories and index.sqlite).",
-    ),
-]
-DEFAULT_RESULTS_DIR = Path("results")
 
 
 @results_app.command("list")
@@ -38,7 +27,7 @@ def list_command(
     from gem_eval.cli.render import console
     from gem_eval.store import INDEX_FILE, Index
 
-    _check_dir(results_dir)
+    check_results_dir(results_dir)
     missing = not (results_dir / INDEX_FILE).exists()
     with Index.for_root(results_dir) as index:
         if missing:
@@ -70,7 +59,7 @@ def show_command(
     from gem_eval.cli.render import console
     from gem_eval.store import RunDir
 
-    _check_dir(results_dir)
+    check_results_dir(results_dir)
     run = RunDir.open(results_dir, run_id)
     manifest = run.read_manifest()
     records = list(run.latest_by_key().values())
@@ -84,7 +73,7 @@ def reindex_command(results_dir: ResultsDir = DEFAULT_RESULTS_DIR) -> None:
     from gem_eval.cli.render import console
     from gem_eval.store import Index
 
-    _check_dir(results_dir)
+    check_results_dir(results_dir)
     started = time.perf_counter()
     with Index.for_root(results_dir) as index:
         stats = index.rebuild(results_dir)
@@ -95,13 +84,6 @@ def reindex_command(results_dir: ResultsDir = DEFAULT_RESULTS_DIR) -> None:
         f"{index.path} in {time.perf_counter() - started:.2f} s"
         + (f" ({len(stats.skipped)} skipped)" if stats.skipped else "")
     )
-
-
-def _check_dir(results_dir: Path) -> None:
-    if not results_dir.is_dir():
-        raise UserError(
-            f"no results directory {str(results_dir)!r} (set --results-dir or GEM_EVAL_RESULTS)"
-        )
 
 
 def _when(timestamp: float | None) -> str:

@@ -2,36 +2,13 @@
 
 from __future__ import annotations
 
-import os
 import sys
-from pathlib import Path
 from typing import Annotated, Any
 
 import typer
 
+from gem_eval.cli.options import DEFAULT_RESULTS_DIR, ResultsDir, parse_key_values
 from gem_eval.errors import UserError
-
-RESULTS_ENV = "GEM_EVAL_RESULTS"
-
-
-def results_root(option: Path | None) -> Path:
-    """``--results-dir``, else ``$GEM_EVAL_RESULTS``, else ``./results``."""
-    return option or Path(os.environ.get(RESULTS_ENV, "results"))
-
-
-def _key_values(pairs: list[str], flag: str) -> dict[str, Any]:
-    import yaml
-
-    out: dict[str, Any] = {}
-    for pair in pairs:
-        key, sep, value = pair.partition("=")
-        if not sep or not key.strip():
-            raise UserError(f"{flag} takes key=value, got {pair!r}")
-        try:
-            out[key.strip()] = yaml.safe_load(value)
-        except yaml.YAMLError:
-            raise UserError(f"{flag} {key.strip()}: cannot read the value {value!r}") from None
-    return out
 
 
 def run(
@@ -69,10 +46,7 @@ def run(
     timeout: Annotated[
         float | None, typer.Option(help="Seconds per model call (default 120).")
     ] = None,
-    results_dir: Annotated[
-        Path | None,
-        typer.Option(help=f"Where runs are stored (default ${RESULTS_ENV} or ./results)."),
-    ] = None,
+    results_dir: ResultsDir = DEFAULT_RESULTS_DIR,
     quiet: Annotated[
         bool,
         typer.Option("--quiet", "-q", help="Plain progress lines (the default when not a TTY)."),
@@ -96,7 +70,7 @@ def run(
     overrides: dict[str, Any] = {}
     if max_turns is not None:
         overrides["limits"] = {"max_turns": max_turns}
-    args = _key_values(model_arg or [], "--model-arg")
+    args = parse_key_values(model_arg or [], "--model-arg")
     models = [
         ModelSpec(
             name=m,
@@ -116,8 +90,7 @@ def run(
         concurrency=concurrency,
         max_cost_usd=max_cost,
     )
-    root = results_root(results_dir)
-    plan = plan_run(suite, models, options, root, resume=resume)
+    plan = plan_run(suite, models, options, results_dir, resume=resume)
     run_id = plan.manifest.run_id
     live = not quiet and sys.stderr.isatty()
     progress: Any = LiveProgress() if live else PlainProgress()

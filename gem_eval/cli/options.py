@@ -1,0 +1,69 @@
+"""Options several commands share: ``--results-dir`` (and opening its index), and
+``key=value`` lists (``--arg``, ``--model-arg``)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated, Any
+
+import typer
+
+from gem_eval.errors import UserError
+
+if TYPE_CHECKING:
+    from gem_eval.store import Index
+
+RESULTS_ENV = "GEM_EVAL_RESULTS"
+DEFAULT_RESULTS_DIR = Path("results")
+
+ResultsDir = Annotated[
+    Path,
+    typer.Option(
+        "--results-dir",
+        envvar=RESULTS_ENV,
+        help="The results directory (run directories and index.sqlite).",
+    ),
+]
+
+
+def check_results_dir(results_dir: Path) -> None:
+    """A one-line user error when there is no results directory to read."""
+    if not results_dir.is_dir():
+        raise UserError(
+            f"no results directory {str(results_dir)!r} (set --results-dir or {RESULTS_ENV})"
+        )
+
+
+@contextmanager
+def open_index(results_dir: Path) -> Iterator[Index]:
+    """The results index, built from the run directories first when it is missing."""
+    from gem_eval.store import Index
+
+    check_results_dir(results_dir)
+    path = results_dir / "index.sqlite"
+    missing = not path.exists()
+    index = Index(path)
+    try:
+        if missing:
+            index.rebuild(results_dir)
+        yield index
+    finally:
+        index.close()
+
+
+def parse_key_values(pairs: list[str], flag: str) -> dict[str, Any]:
+    """``["max_turns=5", "name=x"]`` -> ``{"max_turns": 5, "name": "x"}`` (values read as YAML)."""
+    import yaml
+
+    out: dict[str, Any] = {}
+    for pair in pairs:
+        key, sep, value = pair.partition("=")
+        if not sep or not key.strip():
+            raise UserError(f"{flag} takes key=value, got {pair!r}")
+        try:
+            out[key.strip()] = yaml.safe_load(value)
+        except yaml.YAMLError:
+            raise UserError(f"{flag} {key.strip()}: cannot read the value {value!r}") from None
+    return out
