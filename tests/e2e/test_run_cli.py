@@ -52,6 +52,8 @@ def test_smoke_suite_runs_scores_and_records(
         "smoke",
         "--model",
         "openai/fake",
+        "--model",
+        "openai/fake-too",
         "--model-base-url",
         openai_server.base_url,
         "-q",
@@ -61,9 +63,14 @@ def test_smoke_suite_runs_scores_and_records(
     [run] = run_dirs(tmp_path)
     manifest = json.loads((run / "manifest.json").read_text())
     assert manifest["status"] == "finished" and manifest["suite"] == "smoke"
-    assert manifest["models"][0]["name"] == "openai/fake"
+    assert [m["name"] for m in manifest["models"]] == ["openai/fake", "openai/fake-too"]
     rows = records(run)
-    assert len(rows) == manifest["episodes_planned"] == 4
+    assert len(rows) == manifest["episodes_planned"] == 8  # 2 models x 2 tasks x 2 samples
+    samples = {(r["model"], r["task_id"], r["sample"], r["seed"]) for r in rows}
+    per_model = {
+        m: {s[1:] for s in samples if s[0] == m} for m in ("openai/fake", "openai/fake-too")
+    }
+    assert per_model["openai/fake"] == per_model["openai/fake-too"]  # the same samples
     assert {r["outcome"] for r in rows} == {"completed"}
     guess = [r for r in rows if str(r["task_id"]).startswith("game")]
     assert guess and all(r["success"] for r in guess)
@@ -223,3 +230,54 @@ def test_leaderboard_compare_and_gate(openai_server: FakeOpenAIServer, tmp_path:
 def _newest(results: Path) -> str:
     manifests = [json.loads((d / "manifest.json").read_text()) for d in run_dirs(results)]
     return max(manifests, key=lambda m: m["started_at"])["run_id"]
+
+
+def test_ctrl_c_records_cancelled_episodes_and_resume_finishes(
+    openai_server: FakeOpenAIServer, tmp_path: Path
+) -> None:
+    openai_server.latency = 0.2
+    env = {**os.environ, "GEM_EVAL_RESULTS": str(tmp_path)}
+    args = [
+        "run",
+        "--suite",
+        "games",
+        "--model",
+        "openai/fake",
+        "--limit",
+        "2",
+        "--concurrency",
+        "4",
+    ]
+    args += ["--model-base-url", openai_server.base_url, "-q"]
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "gem_eval", *args],
+        cwd=ROOT,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline:
+        dirs = run_dirs(tmp_path) if tmp_path.exists() else []
+        if dirs and len(records(dirs[0])) >= 2:
+            break
+        time.sleep(0.05)
+    proc.send_signal(signal.SIGINT)
+    out, err = proc.communicate(timeout=60)
+    assert proc.returncode == 130, err
+    [run] = run_dirs(tmp_path)
+    manifest = json.loads((run / "manifest.json").read_text())
+    assert manifest["status"] == "interrupted"
+    outcomes = [r["outcome"] for r in records(run)]
+    assert "cancelled" in outcomes  # the episodes in flight
+    assert "resume with gem-eval run --resume" in out
+
+    openai_server.latency = 0.0
+    result = gem_eval("run", "--resume", run.name, "-q", results=tmp_path)
+    assert result.returncode == 0, result.stderr
+    latest: dict[str, str] = {}
+    for r in records(run):
+        latest[str(r["key"])] = str(r["outcome"])
+    assert len(latest) == manifest["episodes_planned"]
+    assert "cancelled" not in latest.values()
