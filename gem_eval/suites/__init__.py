@@ -13,16 +13,9 @@ for how tasks resolve and expand.
 from __future__ import annotations
 
 from gem_eval.suites.datasets import DatasetError, load_rows
-from gem_eval.suites.loader import (
-    REPO_ROOT,
-    Suite,
-    SuiteTask,
-    find_suite,
-    list_suites,
-    load_suite,
-    suite_dirs,
-)
+from gem_eval.suites.loader import REPO_ROOT, find_suite, list_suites, load_suite, suite_dirs
 from gem_eval.suites.schema import SuiteError, SuiteFile, TaskFile
+from gem_eval.suites.suite import Suite, SuiteTask
 
 __all__ = [
     "REPO_ROOT",

@@ -1,0 +1,184 @@
+"""A loaded suite: its resolved tasks, and their expansion into a run's episodes.
+
+Expansion. :meth:`Suite.episodes` yields, for each model, task, sample and epoch, one
+:class:`~gem_eval.records.EpisodeSpec` with ``seed = base + sample``, ``base`` being the
+run's seed, else the suite's ``defaults.seed``, else 0. Every model and every epoch plays
+the same samples: epochs are repeated attempts at one sample (for pass@k), not new ones.
+A game task has ``samples`` samples (default 1); a dataset task one per row, capped by
+``samples`` when set; ``limit`` caps both.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from pydantic import ValidationError
+
+from gem_eval.records import EpisodeSpec, ModelSpec, TaskSpec
+from gem_eval.suites.datasets import Row
+from gem_eval.suites.schema import SuiteError, TaskFields, describe, format_loc
+
+_MERGED_KEYS = ("limits", "generation", "args")
+
+
+def merge_layers(layers: Sequence[dict[str, Any]]) -> dict[str, Any]:
+    """Task keys from several places, lowest first: ``limits``, ``generation`` and
+    ``args`` merge key by key, ``tags`` accumulate, any other key replaces."""
+    out: dict[str, Any] = {}
+    for values in layers:
+        for key, value in values.items():
+            if key in _MERGED_KEYS and key in out:
+                out[key] = {**out[key], **value}
+            elif key == "tags" and key in out:
+                out[key] = list(dict.fromkeys([*out[key], *value]))
+            else:
+                out[key] = value
+    return out
+
+
+@dataclass(frozen=True)
+class SuiteTask:
+    """One resolved task of a suite.
+
+    Attributes:
+        spec: The task as episodes carry it.
+        samples: How many samples (for a dataset task, rows) it has.
+        epochs: Attempts per sample.
+        rows: A dataset task's ``sample_kwargs``, one per sample; ``None`` otherwise.
+        source: ``file:line`` of the task item, for messages.
+    """
+
+    spec: TaskSpec
+    samples: int
+    epochs: int
+    rows: list[Row] | None = None
+    source: str = ""
+
+
+@dataclass
+class Suite:
+    """A loaded suite: resolved tasks, ready to expand into episodes."""
+
+    name: str
+    tasks: list[SuiteTask]
+    description: str = ""
+    path: Path | None = None
+    seed: int | None = None
+    defaults: dict[str, Any] = field(default_factory=dict)
+
+    def task_specs(self, overrides: dict[str, Any] | None = None) -> list[TaskSpec]:
+        """The tasks' specs with ``overrides`` (task keys, as in the YAML) on top."""
+        return [spec for spec, _, _, _ in self._plan(overrides)]
+
+    def episodes(
+        self,
+        models: list[ModelSpec],
+        *,
+        limit: int | None = None,
+        epochs: int | None = None,
+        seed: int | None = None,
+        overrides: dict[str, Any] | None = None,
+    ) -> list[EpisodeSpec]:
+        """Every episode of a run of this suite, models outermost.
+
+        Args:
+            models: The models; each plays the same samples with the same seeds.
+            limit: At most this many samples per task.
+            epochs: Attempts per sample, instead of each task's ``epochs``.
+            seed: The base seed, instead of the suite's ``defaults.seed`` (or 0).
+            overrides: Task keys as in the YAML (``{"limits": {"max_turns": 5}}``),
+                applied on top of every task.
+
+        Raises:
+            SuiteError: Two models share a name, ``limit`` or ``epochs`` is below 1, or
+                ``overrides`` does not validate.
+        """
+        names = [m.name for m in models]
+        twice = sorted({n for n in names if names.count(n) > 1})
+        if twice:
+            raise SuiteError(f"model {twice[0]!r} is given twice; episode keys would clash")
+        base = self._base_seed(seed)
+        out: list[EpisodeSpec] = []
+        for model in models:
+            for task, samples, task_epochs, rows in self._plan(overrides, limit, epochs):
+                for sample in range(samples):
+                    kwargs = dict(rows[sample]) if rows else {}
+                    for epoch in range(task_epochs):
+                        key = EpisodeSpec.make_key(model.name, task.id, sample, epoch)
+                        out.append(
+                            EpisodeSpec(
+                                key=key,
+                                task=task,
+                                model=model,
+                                sample=sample,
+                                epoch=epoch,
+                                seed=base + sample,
+                                sample_kwargs=kwargs,
+                            )
+                        )
+        return out
+
+    def episode_count(
+        self, *, models: int = 1, limit: int | None = None, epochs: int | None = None
+    ) -> int:
+        """How many episodes :meth:`episodes` would yield for ``models`` models."""
+        return models * sum(n * e for _, n, e, _ in self._plan(None, limit, epochs))
+
+    def digest(self, *, seed: int | None = None, overrides: dict[str, Any] | None = None) -> str:
+        """A sha256 of what each sample is: the task specs, the base seed, dataset rows.
+
+        Sample and epoch counts (and ``limit``) are left out: they change how many samples
+        run, not what they are, so such runs stay comparable on the samples they share.
+        """
+        content = {
+            "seed": self._base_seed(seed),
+            "tasks": [
+                {"spec": spec.model_dump(mode="json"), "rows": task.rows}
+                for (spec, _, _, _), task in zip(self._plan(overrides), self.tasks)
+            ],
+        }
+        text = json.dumps(content, sort_keys=True, separators=(",", ":"), default=str)
+        return hashlib.sha256(text.encode()).hexdigest()
+
+    @property
+    def hash(self) -> str:
+        """:meth:`digest` of the suite as written (no run seed, no overrides)."""
+        return self.digest()
+
+    def _base_seed(self, seed: int | None) -> int:
+        return seed if seed is not None else self.seed if self.seed is not None else 0
+
+    def _plan(
+        self, overrides: dict[str, Any] | None, limit: int | None = None, epochs: int | None = None
+    ) -> list[tuple[TaskSpec, int, int, list[Row] | None]]:
+        """``(spec, samples, epochs, rows)`` per task, after overrides and caps."""
+        if (limit is not None and limit < 1) or (epochs is not None and epochs < 1):
+            raise SuiteError("limit and epochs must be at least 1")
+        top = _check_overrides(overrides) if overrides else {}
+        plan = []
+        for task in self.tasks:
+            samples = top.get("samples", task.samples)
+            if task.rows is not None:
+                samples = min(samples, len(task.rows)) if "samples" in top else task.samples
+            if limit is not None:
+                samples = min(samples, limit)
+            task_epochs = epochs or top.get("epochs", task.epochs)
+            spec = task.spec
+            rest = {k: v for k, v in top.items() if k not in ("samples", "epochs")}
+            if rest:
+                spec = TaskSpec.model_validate(merge_layers([task.spec.model_dump(), rest]))
+            plan.append((spec, samples, task_epochs, task.rows))
+        return plan
+
+
+def _check_overrides(overrides: dict[str, Any]) -> dict[str, Any]:
+    try:
+        return TaskFields.model_validate(overrides).model_dump(exclude_unset=True)
+    except ValidationError as exc:
+        loc, message = describe(exc, TaskFields)
+        raise SuiteError(message, field=format_loc(("overrides", *loc))) from None
