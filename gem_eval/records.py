@@ -16,7 +16,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
-from gem_eval.agent.trajectory import Outcome, Trajectory
+from gem_eval.agent.trajectory import SCORED_OUTCOMES, Outcome, Trajectory
 
 RECORD_SCHEMA_VERSION = 1
 
@@ -117,7 +117,7 @@ class EpisodeRecord(BaseModel):
     @property
     def scored(self) -> bool:
         """False for episodes an infrastructure failure (or Ctrl-C) cut short."""
-        return self.outcome in ("completed", "truncated", "model_error")
+        return self.outcome in SCORED_OUTCOMES
 
 
 EPISODE_COLUMNS = [
@@ -140,6 +140,9 @@ EPISODE_COLUMNS = [
 ]
 """The per-episode columns of the index (and of leaderboard data frames), in order."""
 
+
+RERUN_ON_RESUME = ("cancelled", "infra_error", "env_error")
+"""Outcomes of episodes that are not done: never scored, and ``--resume`` plays them again."""
 
 RunStatus = Literal["running", "finished", "interrupted", "budget_exhausted", "failed"]
 

@@ -26,6 +26,11 @@ Outcome = Literal["completed", "truncated", "model_error", "env_error", "infra_e
   report it; never count it as a 0.
 """
 
+SCORED_OUTCOMES = ("completed", "truncated", "model_error")
+"""Outcomes that count in scores; the others (``env_error``, ``infra_error``, and a
+record's ``cancelled``) are excluded from denominators, reported apart, and played again
+by ``--resume``."""
+
 Limit = Literal["max_turns", "max_tokens", "max_time", "max_cost"]
 
 
@@ -88,4 +93,4 @@ class Trajectory(BaseModel):
     @property
     def scored(self) -> bool:
         """False for episodes that an infrastructure or env failure cut short."""
-        return self.outcome in ("completed", "truncated", "model_error")
+        return self.outcome in SCORED_OUTCOMES

@@ -21,7 +21,7 @@ def main(argv: list[str] | None = None) -> None:
 
     # SIGTERM exits like Ctrl-C does, through exit handlers: local model servers and
     # (later) containers are stopped instead of leaking.
-    signal.signal(signal.SIGTERM, lambda signum, frame: sys.exit(128 + signum))
+    signal.signal(signal.SIGTERM, lambda signum, frame: sys.exit(130))
     try:
         app(args=argv, prog_name="gem-eval", standalone_mode=True)
     except UserError as exc:

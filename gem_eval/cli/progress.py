@@ -14,9 +14,9 @@ from typing import Any
 from rich.console import Console
 from rich.progress import BarColumn, Progress, TextColumn, TimeRemainingColumn
 
-from gem_eval.records import EpisodeRecord
+from gem_eval.records import RERUN_ON_RESUME, EpisodeRecord
 
-_ERRORS = ("infra_error", "env_error", "model_error", "cancelled")
+_ERRORS = ("model_error", *RERUN_ON_RESUME)
 
 
 class _Tally:

@@ -155,6 +155,15 @@ def gate(
     if max_drop < 0:
         raise UserError("--max-drop must not be negative")
     base, new, base_frame, new_frame = _two_runs(results_dir, baseline, new_run)
+    incomplete = [run for run in (base, new) if not _complete(run)]
+    if incomplete:
+        typer.echo(f"gate INCOMPARABLE: {new['run_id']} against baseline {base['run_id']}")
+        for run in incomplete:
+            typer.echo(
+                f"  run {run['run_id']} is {run.get('status')} with {run.get('episodes_done')}"
+                f"/{run.get('episodes_planned')} episodes done: finish it (gem-eval run --resume)"
+            )
+        raise typer.Exit(2)
     verdict = decide(
         base_frame,
         new_frame,
@@ -169,6 +178,12 @@ def gate(
     if base.get("suite_hash") != new.get("suite_hash"):
         typer.echo(f"  suite hash: baseline {base.get('suite_hash')}, new {new.get('suite_hash')}")
     raise typer.Exit(verdict.exit_code)
+
+
+def _complete(run: dict[str, Any]) -> bool:
+    """A run that finished every planned episode (a partial run is not comparable)."""
+    done, planned = run.get("episodes_done"), run.get("episodes_planned")
+    return run.get("status") == "finished" and done is not None and done >= (planned or 0)
 
 
 def _two_runs(

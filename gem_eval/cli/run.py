@@ -26,7 +26,7 @@ def run(
     epochs: Annotated[int | None, typer.Option(help="Attempts per sample (pass@k).")] = None,
     seed: Annotated[int | None, typer.Option(help="Base seed of the samples.")] = None,
     max_turns: Annotated[int | None, typer.Option(help="Model calls per episode.")] = None,
-    concurrency: Annotated[int, typer.Option(help="Episodes in flight.")] = 64,
+    concurrency: Annotated[int, typer.Option(min=1, help="Episodes in flight.")] = 64,
     max_cost: Annotated[
         float | None, typer.Option(help="Stop scheduling once the run cost this many USD.")
     ] = None,
@@ -90,6 +90,19 @@ def run(
         concurrency=concurrency,
         max_cost_usd=max_cost,
     )
+    if resume is not None:
+        shaping = {
+            "--suite": suite,
+            "--model": model,
+            "--limit": limit,
+            "--epochs": epochs,
+            "--seed": seed,
+            "--max-turns": max_turns,
+            "--max-cost": max_cost,
+        }
+        given = [flag for flag, value in shaping.items() if value]
+        if given:
+            raise UserError(f"--resume replays the run as it was planned: drop {', '.join(given)}")
     plan = plan_run(suite, models, options, results_dir, resume=resume)
     run_id = plan.manifest.run_id
     live = not quiet and sys.stderr.isatty()
@@ -110,7 +123,7 @@ def run(
 
     try:
         summary = asyncio.run(main())
-    except KeyboardInterrupt:
+    except (KeyboardInterrupt, asyncio.CancelledError):  # Ctrl-C, or SIGTERM before the runner
         progress.stop()
         render.console.print(f"interrupted: resume with gem-eval run --resume {run_id}")
         raise typer.Exit(130) from None

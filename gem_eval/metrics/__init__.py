@@ -5,6 +5,7 @@ Importing this package is cheap: numpy, pandas and scipy are imported where they
 
 from __future__ import annotations
 
+from gem_eval.agent.trajectory import SCORED_OUTCOMES
 from gem_eval.metrics.compare import (
     Comparison,
     GateVerdict,
@@ -24,7 +25,7 @@ from gem_eval.metrics.stats import (
     pass_at_k,
     pass_hat_k,
 )
-from gem_eval.metrics.summary import ERROR_OUTCOMES, SCORED_OUTCOMES, summarize
+from gem_eval.metrics.summary import ERROR_OUTCOMES, summarize
 
 __all__ = [
     "CI",

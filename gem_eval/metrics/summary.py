@@ -10,15 +10,14 @@ from collections import Counter
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
+from gem_eval.agent.trajectory import SCORED_OUTCOMES
 from gem_eval.metrics.stats import bootstrap_ci, mean_se, pass_at_k, pass_hat_k
+from gem_eval.records import RERUN_ON_RESUME
 
 if TYPE_CHECKING:
     import pandas as pd
 
-SCORED_OUTCOMES = ("completed", "truncated", "model_error")
-"""Outcomes that count: the model had its chance (a refused API call is the model's fault)."""
-
-ERROR_OUTCOMES = ("infra_error", "env_error", "model_error", "cancelled")
+ERROR_OUTCOMES = ("model_error", *RERUN_ON_RESUME)
 """Outcomes counted in their own columns. All but ``model_error`` are left out of ``n``."""
 
 MISSING_GROUP = "(none)"

@@ -17,7 +17,7 @@ from gem_eval.errors import UserError
 from gem_eval.models.base import GenerateConfig, Model
 from gem_eval.records import EpisodeRecord, EpisodeSpec, ModelSpec
 from gem_eval.registration import make
-from gem_eval.runner.scoring import to_record
+from gem_eval.runner.scoring import failed_record, to_record
 from gem_eval.tools.base import Tool
 
 
@@ -25,8 +25,9 @@ def generate_config(task_settings: dict[str, Any], model_args: dict[str, Any]) -
     """The task's generation settings with the model's ``-M key=value`` arguments on top;
     keys that are not settings pass through to the provider (``extra``)."""
     merged = {**task_settings, **model_args}
+    extra = {**task_settings.get("extra", {}), **model_args.get("extra", {})}
     known = {k: v for k, v in merged.items() if k in GenerateConfig.model_fields and k != "extra"}
-    extra = {k: v for k, v in merged.items() if k not in known}
+    extra |= {k: v for k, v in merged.items() if k not in known and k != "extra"}
     return GenerateConfig(**known, extra=extra)
 
 
@@ -39,6 +40,9 @@ class Executor(ABC):
 
     async def start(self, models: list[ModelSpec]) -> None:  # noqa: B027 - optional hook
         """Prepare shared resources (start models) before the first episode."""
+
+    def check_tools(self, names: list[str]) -> None:  # noqa: B027 - optional hook
+        """Raise :class:`UserError` before the run for a tool the executor cannot offer."""
 
     async def aclose(self) -> None:  # noqa: B027 - optional hook
         """Release shared resources."""
@@ -73,7 +77,12 @@ class LocalExecutor(Executor):
         started = time.time()
         model = self.models[spec.model.name]
         task = spec.task
-        env = await asyncio.to_thread(make, task.env_id, **task.env_kwargs, **spec.sample_kwargs)
+        try:
+            env = await asyncio.to_thread(
+                make, task.env_id, **task.env_kwargs, **spec.sample_kwargs
+            )
+        except Exception as exc:  # the task's settings: an env error, not the model's
+            return failed_record(run_id, spec, started, exc, outcome="env_error")
         try:
             trajectory = await run_episode(
                 env,

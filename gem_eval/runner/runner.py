@@ -14,7 +14,7 @@ from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
-from gem_eval.records import EpisodeRecord, EpisodeSpec, RunStatus
+from gem_eval.records import RERUN_ON_RESUME, EpisodeRecord, EpisodeSpec, RunStatus
 from gem_eval.runner.executor import Executor
 from gem_eval.runner.scoring import cancelled_record, failed_record
 
@@ -24,10 +24,10 @@ EXIT_OK = 0
 EXIT_INFRA_ERRORS = 3
 EXIT_BUDGET = 4
 EXIT_INTERRUPTED = 130
-"""Exit codes of ``gem-eval run``: 0 when every episode was scored; 3 when some ended in
-infrastructure errors after retries (the run is recorded; ``--resume`` re-runs them);
-4 when ``--max-cost`` stopped the run; 130 on Ctrl-C (resumable). 1 and 2 are gem-eval's
-and the user's errors."""
+"""Exit codes of ``gem-eval run``: 0 when every episode was scored; 3 when some were not
+(infrastructure or env errors after retries, or cancelled: recorded, and ``--resume``
+plays them again); 4 when ``--max-cost`` stopped the run; 130 on Ctrl-C or SIGTERM
+(resumable). 1 and 2 are gem-eval's and the user's errors."""
 
 
 @dataclass
@@ -43,7 +43,7 @@ class RunSummary:
     def exit_code(self) -> int:
         if self.status == "interrupted":
             return EXIT_INTERRUPTED
-        if self.outcomes["infra_error"] or self.outcomes["env_error"]:
+        if any(self.outcomes[o] for o in RERUN_ON_RESUME):
             return EXIT_INFRA_ERRORS
         if self.status == "budget_exhausted":
             return EXIT_BUDGET
@@ -59,6 +59,10 @@ class Runner:
         sinks: Called with every record, in the order episodes finish.
         concurrency: Episodes in flight (each model also limits its own connections).
         max_cost_usd: Stop scheduling once the run has cost this much.
+        spent_usd: What the run cost before (a resumed run), counted against the budget.
+
+    A sink that fails (a full disk) stops the run: the episodes in flight are cancelled
+    and the error is raised, since a run that cannot record is not a run.
     """
 
     def __init__(
@@ -69,10 +73,14 @@ class Runner:
         *,
         concurrency: int = 64,
         max_cost_usd: float | None = None,
+        spent_usd: float = 0.0,
     ) -> None:
+        if concurrency < 1:
+            raise ValueError("concurrency must be at least 1")
         self.run_id, self.executor, self.sinks = run_id, executor, list(sinks)
         self.concurrency, self.max_cost_usd = concurrency, max_cost_usd
-        self.summary = RunSummary(status="running")
+        self.summary = RunSummary(status="running", cost_usd=spent_usd)
+        self._sink_error: BaseException | None = None
 
     async def run(self, specs: Sequence[EpisodeSpec]) -> RunSummary:
         """Play ``specs``; return the summary. Cancelling this coroutine (Ctrl-C) cancels
@@ -83,6 +91,8 @@ class Runner:
         try:
             for spec in specs:
                 await slots.acquire()
+                if self._sink_error is not None:
+                    break
                 if self._over_budget():
                     slots.release()
                     self.summary.status = "budget_exhausted"
@@ -90,12 +100,16 @@ class Runner:
                 task = asyncio.create_task(self.executor.run(self.run_id, spec))
                 in_flight[task] = (spec, time.time())
                 task.add_done_callback(lambda t: self._finished(t, in_flight, slots))
-            while in_flight:
-                await asyncio.wait(list(in_flight))
+            while in_flight and self._sink_error is None:
+                await asyncio.wait(list(in_flight), return_when=asyncio.FIRST_COMPLETED)
         except asyncio.CancelledError:
             await self._cancel(in_flight)
             self.summary.status = "interrupted"
             return self.summary
+        if self._sink_error is not None:
+            await self._cancel(in_flight)
+            self.summary.status = "failed"
+            raise self._sink_error
         if self.summary.status == "running":
             self.summary.status = "finished"
         return self.summary
@@ -126,10 +140,16 @@ class Runner:
         await asyncio.gather(*tasks, return_exceptions=True)
 
     def _emit(self, record: EpisodeRecord) -> None:
+        if self._sink_error is not None:
+            return  # the run is stopping: nothing more is recorded or counted
+        try:
+            for sink in self.sinks:
+                sink(record)
+        except Exception as exc:  # raised by run(), not lost in a done-callback
+            self._sink_error = exc
+            return
         self.summary.outcomes[record.outcome] += 1
         self.summary.cost_usd += record.cost_usd or 0.0
-        for sink in self.sinks:
-            sink(record)
 
     def _over_budget(self) -> bool:
         return self.max_cost_usd is not None and self.summary.cost_usd >= self.max_cost_usd

@@ -56,25 +56,29 @@ def cancelled_record(run_id: str, spec: EpisodeSpec, started_at: float) -> Episo
 
 
 def failed_record(
-    run_id: str, spec: EpisodeSpec, started_at: float, exc: BaseException
+    run_id: str,
+    spec: EpisodeSpec,
+    started_at: float,
+    exc: BaseException,
+    outcome: Literal["infra_error", "env_error"] = "infra_error",
 ) -> EpisodeRecord:
-    """The record of an episode whose executor failed (not the model's fault)."""
+    """The record of an episode that could not be played (not the model's fault)."""
     error = f"{type(exc).__name__}: {exc}"
     trajectory = Trajectory(
         env_id=spec.task.env_id,
         model=spec.model.name,
         seed=spec.seed,
-        outcome="infra_error",
+        outcome=outcome,
         error=error,
     )
-    return _unplayed(run_id, spec, started_at, "infra_error", trajectory)
+    return _unplayed(run_id, spec, started_at, outcome, trajectory)
 
 
 def _unplayed(
     run_id: str,
     spec: EpisodeSpec,
     started_at: float,
-    outcome: Literal["cancelled", "infra_error"],
+    outcome: Literal["cancelled", "infra_error", "env_error"],
     trajectory: Trajectory | None,
 ) -> EpisodeRecord:
     return EpisodeRecord(

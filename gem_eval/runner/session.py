@@ -6,6 +6,7 @@ suite YAML -> episode specs -> runner (executor: env + model + tools) -> records
 
 from __future__ import annotations
 
+import asyncio
 import platform
 import sqlite3
 import subprocess
@@ -21,9 +22,6 @@ from gem_eval.errors import UserError
 from gem_eval.records import EpisodeRecord, EpisodeSpec, ModelSpec, RunManifest
 from gem_eval.runner.executor import Executor, LocalExecutor
 from gem_eval.runner.runner import Runner, RunSummary
-
-RERUN_ON_RESUME = ("cancelled", "infra_error")
-"""Outcomes ``--resume`` plays again: they say nothing about the model."""
 
 
 @dataclass
@@ -69,13 +67,13 @@ def plan_run(
         run_dir = RunDir.open(results_dir, resume)
         manifest = run_dir.read_manifest()
         suite = load_suite(manifest.suite_path or manifest.suite)
-        if suite.hash != manifest.suite_hash:
+        options = RunOptions(**manifest.extra["options"])
+        models = manifest.models
+        if suite.digest(seed=options.seed, overrides=options.overrides) != manifest.suite_hash:
             raise UserError(
                 f"suite {manifest.suite!r} changed since run {manifest.run_id} started "
                 "(its hash differs): start a new run"
             )
-        options = RunOptions(**manifest.extra["options"])
-        models = manifest.models
     else:
         if suite_ref is None:
             raise UserError("give --suite (or --resume RUN_ID)")
@@ -95,13 +93,15 @@ def plan_run(
         manifest = RunManifest(
             run_id=new_run_id(suite.name),
             suite=suite.name,
-            suite_path=str(suite.path) if suite.path else None,
-            suite_hash=suite.hash,
+            suite_path=str(suite.path.resolve()) if suite.path else None,
+            # What each sample is, with this run's seed and overrides: runs with equal
+            # hashes played the same samples, so they can be compared pair by pair.
+            suite_hash=suite.digest(seed=options.seed, overrides=options.overrides),
             models=list(models),
             tasks=_unique_tasks(specs),
             episodes_planned=len(specs),
             seed=options.seed,
-            epochs=options.epochs or 1,
+            epochs=max((s.epoch for s in specs), default=0) + 1,
             gem_eval_version=__version__,
             git_commit=_git_commit(),
             host=platform.node(),
@@ -110,7 +110,7 @@ def plan_run(
             extra={"options": asdict(options)},
         )
         run_dir = RunDir.create(results_dir, manifest)
-    done_keys = run_dir.done_keys(rerun=RERUN_ON_RESUME)
+    done_keys = run_dir.done_keys()
     totals = Counter(s.task.id for s in specs)
     done = Counter(s.task.id for s in specs if s.key in done_keys)
     todo = [s for s in specs if s.key not in done_keys]
@@ -123,8 +123,6 @@ async def execute_run(
     executor: Executor | None = None,
     model_factory: Callable[[ModelSpec], Any] | None = None,
     sinks: Sequence[Callable[[EpisodeRecord], None]] = (),
-    concurrency: int | None = None,
-    max_cost_usd: float | None = None,
 ) -> RunSummary:
     """Play the planned episodes, writing each record as it finishes."""
     from gem_eval.store import Index
@@ -134,7 +132,6 @@ async def execute_run(
     index = Index.for_root(plan.run_dir.path.parent)
     manifest.status, manifest.finished_at = "running", None
     plan.run_dir.write_manifest(manifest)
-    index.add_run(manifest)
     index.sync_run(plan.run_dir)  # a crash may have left the index behind the JSONL
     stale = False
 
@@ -148,21 +145,23 @@ async def execute_run(
 
     if executor is None:
         executor = LocalExecutor(model_factory or default_model_factory)
+    # Every episode recorded so far was paid for, superseded ones too.
+    spent = sum(r.cost_usd or 0.0 for r in plan.run_dir.records())
     runner = Runner(
         manifest.run_id,
         executor,
         [record, *sinks],
-        concurrency=concurrency or options.concurrency,
-        max_cost_usd=max_cost_usd if max_cost_usd is not None else options.max_cost_usd,
+        concurrency=options.concurrency,
+        max_cost_usd=options.max_cost_usd,
+        spent_usd=spent,
     )
     try:
+        executor.check_tools(sorted({t for spec in plan.todo for t in spec.task.tools}))
         await executor.start(manifest.models)
-        if isinstance(executor, LocalExecutor):
-            for spec in plan.todo:
-                executor.check_tools(spec.task.tools)
         summary = await runner.run(plan.todo)
-    except BaseException:
-        manifest.status = "interrupted" if runner.summary.status == "running" else "failed"
+    except BaseException as exc:
+        stopped = isinstance(exc, asyncio.CancelledError | KeyboardInterrupt)
+        manifest.status = "interrupted" if stopped else "failed"
         raise
     else:
         manifest.status = summary.status

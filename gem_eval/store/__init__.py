@@ -13,7 +13,6 @@ from gem_eval.store.run_dir import (
     EPISODES_FILE,
     LATEST,
     MANIFEST_FILE,
-    RERUN_ON_RESUME,
     RunDir,
     list_run_ids,
 )
@@ -24,7 +23,6 @@ __all__ = [
     "INDEX_FILE",
     "LATEST",
     "MANIFEST_FILE",
-    "RERUN_ON_RESUME",
     "Index",
     "RebuildStats",
     "RunDir",

@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 from pydantic import BaseModel, create_model
 
 from gem_eval.errors import GemEvalError, UserError
-from gem_eval.records import EPISODE_COLUMNS, EpisodeRecord, RunManifest
+from gem_eval.records import EPISODE_COLUMNS, RERUN_ON_RESUME, EpisodeRecord, RunManifest
 from gem_eval.store.run_dir import RunDir, list_run_ids
 
 if TYPE_CHECKING:
@@ -144,11 +144,13 @@ class Index:
         return len(rows)
 
     def runs(self) -> list[dict[str, Any]]:
-        """Every run, oldest first, with ``episodes_done`` (recorded, not cancelled)."""
+        """Every run, oldest first, with ``episodes_done`` (recorded with an outcome that
+        ``--resume`` would not play again)."""
+        not_done = ", ".join(f"'{o}'" for o in RERUN_ON_RESUME)
         sql = (
             f"SELECT {', '.join('r.' + c for c in RUN_COLUMNS)}, "
             "(SELECT COUNT(*) FROM episodes e WHERE e.run_id = r.run_id "
-            "AND e.outcome != 'cancelled') FROM runs r ORDER BY r.started_at, r.run_id"
+            f"AND e.outcome NOT IN ({not_done})) FROM runs r ORDER BY r.started_at, r.run_id"
         )
         with self._lock:
             rows = self._conn.execute(sql).fetchall()

@@ -21,14 +21,12 @@ from typing import BinaryIO, TypeVar
 from pydantic import BaseModel, ValidationError
 
 from gem_eval.errors import GemEvalError, UserError, closest
-from gem_eval.records import EpisodeRecord, RunManifest
+from gem_eval.records import RERUN_ON_RESUME, EpisodeRecord, RunManifest
 from gem_eval.store.run_id import is_valid_run_id
 
 MANIFEST_FILE = "manifest.json"
 EPISODES_FILE = "episodes.jsonl"
 LATEST = "latest"
-RERUN_ON_RESUME: tuple[str, ...] = ("cancelled",)
-"""Outcomes of episodes that are not done: ``--resume`` plays them again."""
 
 _CHUNK = 1 << 16
 M = TypeVar("M", bound=BaseModel)

@@ -97,11 +97,16 @@ def _read_yaml(path: Path) -> _Doc:
         raise SuiteError(f"YAML syntax error: {problem}", path=doc.shown, line=line) from None
     except yaml.YAMLError as exc:
         raise SuiteError(f"YAML error: {exc}", path=doc.shown) from None
+    except RecursionError:  # e.g. an alias that contains itself: &a [*a]
+        raise SuiteError("YAML error: a recursive alias", path=doc.shown) from None
     finally:
         loader.dispose()
     doc = _Doc(path, data, {})
     if node is not None:
-        _index(node, (), doc)
+        try:
+            _index(node, (), doc)
+        except RecursionError:
+            raise SuiteError("YAML error: a recursive alias", path=doc.shown) from None
     return doc
 
 
@@ -262,6 +267,8 @@ def _resolve(
             arg_doc, arg_loc = _origin(layers, "args", key)
             hint = did_you_mean(key, accepted)
             raise arg_doc.error(arg_loc, f"{env_spec.id} takes no parameter {key!r}.{hint}")
+    if accepted is not None and "dataset" not in merged:
+        _check_env_builds(env_spec.id, args, layers)
     task_id = merged.get("id") or stem or env_spec.id
     rows = None
     if "dataset" in merged:
@@ -281,6 +288,20 @@ def _resolve(
         rows=rows,
         source=f"{doc.shown}:{doc.lines.get(loc, 1)}",
     )
+
+
+def _check_env_builds(env_id: str, args: dict[str, Any], layers: Sequence[_Layer]) -> None:
+    """Build the env once, so that a bad value (``max_turns: 0``) is reported here, with
+    its line, rather than failing every episode of the run. Only the constructor runs:
+    settings an env checks at reset time surface as ``env_error`` outcomes."""
+    from gem_eval.errors import EnvArgumentError
+    from gem_eval.registration import make
+
+    try:
+        make(env_id, **args).close()
+    except EnvArgumentError as exc:
+        doc, loc = _origin(layers, "args")
+        raise doc.error(loc, str(exc)) from None
 
 
 def _find_file(name: str, doc: _Doc, loc: Loc) -> Path:

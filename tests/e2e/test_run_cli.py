@@ -34,8 +34,10 @@ def run_dirs(results: Path) -> list[Path]:
 
 
 def records(run_dir: Path) -> list[dict[str, object]]:
-    lines = (run_dir / "episodes.jsonl").read_text().splitlines()
-    return [json.loads(line) for line in lines if line.strip()]
+    """The records written so far (a line still being written by a live run is skipped)."""
+    text = (run_dir / "episodes.jsonl").read_text()
+    complete = text[: text.rfind("\n") + 1]
+    return [json.loads(line) for line in complete.splitlines() if line.strip()]
 
 
 def test_smoke_suite_runs_scores_and_records(
@@ -218,7 +220,18 @@ def test_leaderboard_compare_and_gate(openai_server: FakeOpenAIServer, tmp_path:
 
     compared = gem_eval("compare", base, worse, results=results)
     assert compared.returncode == 0, compared.stderr
-    assert "-1" in compared.stdout
+    text = " ".join(compared.stdout.split())
+    assert "diff -1.000 over 12 pairs" in text and "12 only in new" not in text
+
+    # An interrupted run is not comparable: the gate says so and exits 2.
+    manifest_path = results / worse / "manifest.json"
+    finished = manifest_path.read_text()
+    manifest_path.write_text(json.dumps({**json.loads(finished), "status": "interrupted"}))
+    assert gem_eval("results", "reindex", results=results).returncode == 0
+    partial = gem_eval("gate", worse, "--baseline", base, results=results)
+    assert partial.returncode == 2 and "is interrupted" in partial.stdout, partial.stdout
+    manifest_path.write_text(finished)
+    assert gem_eval("results", "reindex", results=results).returncode == 0
 
     passing = gem_eval("gate", again, "--baseline", base, results=results)
     assert passing.returncode == 0, passing.stdout + passing.stderr

@@ -138,8 +138,15 @@ class FakeIndex:
     def runs(self) -> list[dict[str, Any]]:
         hashes = {"base": "h1", "good": "h1", "bad": "h1", "other": "h2"}
         return [
-            {"run_id": r, "suite_hash": hashes[r], "started_at": float(i)}
-            for i, r in enumerate(self.frames)
+            {
+                "run_id": r,
+                "suite_hash": hashes[r],
+                "started_at": float(i),
+                "status": "finished",
+                "episodes_planned": len(frame),
+                "episodes_done": len(frame),
+            }
+            for i, (r, frame) in enumerate(self.frames.items())
         ]
 
     def episodes_frame(

@@ -149,3 +149,61 @@ def test_unknown_tools_are_a_user_error() -> None:
     executor = LocalExecutor(lambda spec: ScriptedModel(["x"]))
     with pytest.raises(UserError, match="unknown tool"):
         executor.check_tools(["nope"])
+
+
+def test_a_failing_sink_stops_the_run_and_raises() -> None:
+    written: list[EpisodeRecord] = []
+
+    def disk(record: EpisodeRecord) -> None:
+        if len(written) == 2:
+            raise OSError("No space left on device")
+        written.append(record)
+
+    runner = Runner("r", FakeExecutor(), [disk], concurrency=2)
+    with pytest.raises(OSError, match="No space left"):
+        asyncio.run(runner.run(specs(10)))
+    assert runner.summary.status == "failed"
+    assert sum(runner.summary.outcomes.values()) == len(written) == 2  # counted = stored
+
+
+def test_budget_counts_what_earlier_sessions_spent() -> None:
+    seen: list[EpisodeRecord] = []
+    runner = Runner(
+        "r", FakeExecutor(cost=1.0), [seen.append], concurrency=1, max_cost_usd=3.0, spent_usd=2.0
+    )
+    summary = asyncio.run(runner.run(specs(10)))
+    assert summary.status == "budget_exhausted" and len(seen) == 1
+
+
+def test_any_unscored_outcome_gives_exit_3() -> None:
+    from gem_eval.runner import RunSummary
+
+    for outcome in ("cancelled", "infra_error", "env_error"):
+        summary = RunSummary(status="finished")
+        summary.outcomes[outcome] += 1
+        assert summary.exit_code == EXIT_INFRA_ERRORS
+    assert RunSummary(status="finished").exit_code == EXIT_OK
+
+
+def test_a_task_the_env_rejects_is_an_env_error() -> None:
+    executor = LocalExecutor(lambda spec: ScriptedModel(["x"], name=spec.name))
+    bad = specs(1)[0]
+    bad.task = bad.task.model_copy(update={"env_kwargs": {"max_turns": 0}})
+
+    async def main() -> EpisodeRecord:
+        await executor.start([ModelSpec(name="scripted")])
+        return await executor.run("r", bad)
+
+    record = asyncio.run(main())
+    assert record.outcome == "env_error" and record.score is None
+    assert "max_turns must be at least 1" in (record.trajectory.error or "")  # type: ignore[union-attr]
+
+
+def test_generation_settings_merge_extras_flat() -> None:
+    from gem_eval.runner.executor import generate_config
+
+    config = generate_config(
+        {"temperature": 0.2, "extra": {"top_k": 5}}, {"temperature": 0.7, "min_p": 0.1}
+    )
+    assert config.temperature == 0.7
+    assert config.extra == {"top_k": 5, "min_p": 0.1}

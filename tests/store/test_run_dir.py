@@ -172,16 +172,21 @@ def test_a_bad_complete_line_is_an_error(tmp_path: Path) -> None:
         run.done_keys()
 
 
-def test_cancelled_episodes_are_not_done_and_the_last_record_wins(tmp_path: Path) -> None:
+def test_unscored_episodes_are_not_done_and_the_last_record_wins(tmp_path: Path) -> None:
     run = RunDir.create(tmp_path, make_manifest())
     run.append(make_record(sample=0, outcome="cancelled", score=None))
     run.append(make_record(sample=1, outcome="cancelled", score=None))
     run.append(make_record(sample=2, outcome="infra_error", score=None))
+    run.append(make_record(sample=3, outcome="model_error", score=0.0))
     run.append(make_record(sample=0, outcome="completed", score=0.5))
-    assert run.done_keys() == {"model-a|guess|0|0", "model-a|guess|2|0"}
-    assert run.done_keys(rerun=("cancelled", "infra_error")) == {"model-a|guess|0|0"}
+    assert run.done_keys() == {"model-a|guess|0|0", "model-a|guess|3|0"}
+    assert run.done_keys(rerun=("cancelled",)) == {
+        "model-a|guess|0|0",
+        "model-a|guess|2|0",
+        "model-a|guess|3|0",
+    }
     latest = run.latest_by_key()
-    assert len(latest) == 3
+    assert len(latest) == 4
     assert latest["model-a|guess|0|0"].score == 0.5
     assert latest["model-a|guess|1|0"].outcome == "cancelled"
 

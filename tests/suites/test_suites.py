@@ -507,3 +507,20 @@ def test_every_bundled_task_makes_and_resets_its_env(name: str) -> None:
         obs, _ = env.reset(seed=0)
         assert obs
         env.close()
+
+
+def test_bad_env_argument_values_are_one_line_errors(tmp_path: Path) -> None:
+    bad = tmp_path / "values.yaml"
+    bad.write_text("name: x\ntasks:\n  - env: game:GuessTheNumber-v0\n    args: {max_turns: 0}\n")
+    with pytest.raises(SuiteError) as err:
+        load_suite(bad)
+    assert str(err.value).endswith(
+        "values.yaml:4: tasks[0].args: game:GuessTheNumber-v0: max_turns must be at least 1"
+    )
+
+
+def test_a_recursive_alias_is_a_one_line_error(tmp_path: Path) -> None:
+    bad = tmp_path / "alias.yaml"
+    bad.write_text("name: x\ntasks: &a [*a]\n")
+    with pytest.raises(SuiteError, match="recursive alias"):
+        load_suite(bad)
