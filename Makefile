@@ -14,9 +14,9 @@ $(STAMP): pyproject.toml
 	$(BIN)/python -m pip install --quiet -e '.[dev,local]'
 	touch $(STAMP)
 
-## demo: the main job on the embedded default: the local Gemma 3 270M plays a game
+## demo: the main job on the embedded default: the local Gemma 3 270M runs the smoke suite
 demo: $(STAMP)
-	$(BIN)/gem-eval play game:GuessTheNumber-v0-easy --model local/gemma3-270m --seed 0 --max-tokens 48
+	$(BIN)/gem-eval run --suite smoke --model local/gemma3-270m
 
 ## test: the whole test suite (pytest's "no tests collected", exit 5, is a failure)
 test: $(STAMP)

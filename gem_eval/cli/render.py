@@ -17,6 +17,15 @@ if TYPE_CHECKING:
 console = Console(highlight=False)
 
 
+def print_whole(table: Table) -> None:
+    """Print a table; in a log (not a terminal) at its natural width, never cropped."""
+    out = console
+    if not console.is_terminal:
+        natural = console.measure(table, options=console.options.update_width(10_000))
+        out = Console(highlight=False, width=max(console.width, natural.maximum))
+    out.print(table)
+
+
 def env_table(specs: list[EnvSpec]) -> None:
     table = Table(title=f"{len(specs)} envs", title_justify="left")
     table.add_column("id", style="bold cyan", no_wrap=True)
@@ -132,30 +141,16 @@ def trajectory_summary(traj: Trajectory, gamma: float) -> None:
         console.print(f"[red]{escape(traj.error)}[/]")
 
 
-def run_summary(run_dir: Any, summary: Any) -> None:
-    """Per model and task of one run: scored episodes, mean score, pass rate, errors."""
-    from collections import defaultdict
+def run_summary(results_dir: Any, run_id: str, summary: Any) -> None:
+    """The run's scores per model and task (as ``gem-eval leaderboard --by task``)."""
+    from gem_eval.cli.options import open_index
+    from gem_eval.metrics import summarize
+    from gem_eval.metrics.render import summary_table
 
-    rows: dict[tuple[str, str], list[Any]] = defaultdict(list)
-    for record in run_dir.latest_by_key().values():
-        rows[(record.model, record.task_id)].append(record)
-    table = Table(title=f"run {run_dir.run_id}: {summary.status}", title_justify="left")
-    for column in ("model", "task", "scored", "mean score", "pass rate", "tokens", "errors"):
-        table.add_column(column, overflow="fold")
-    for (model, task), records in sorted(rows.items()):
-        scored = [r for r in records if r.scored]
-        mean = sum(r.score or 0.0 for r in scored) / len(scored) if scored else None
-        rate = sum(r.success for r in scored) / len(scored) if scored else None
-        errors = len(records) - len(scored)
-        table.add_row(
-            escape(model),
-            escape(task),
-            str(len(scored)),
-            f"{mean:.3f}" if mean is not None else "-",
-            f"{rate:.2f}" if rate is not None else "-",
-            str(sum(r.input_tokens + r.output_tokens for r in records)),
-            str(errors),
-        )
-    console.print(table)
+    with open_index(results_dir) as index:
+        frame = index.episodes_frame(run_ids=[run_id])
+    if len(frame):
+        title = f"run {run_id}: {summary.status}"
+        print_whole(summary_table(summarize(frame, by=("model", "task_id")), title=title))
     counts = ", ".join(f"{n} {k}" for k, n in sorted(summary.outcomes.items())) or "nothing played"
     console.print(f"this session: {counts}; exit code {summary.exit_code}")

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 
 from gem_eval.cli.options import DEFAULT_RESULTS_DIR, ResultsDir, open_index
+from gem_eval.cli.render import print_whole
 from gem_eval.errors import UserError, did_you_mean
 
 if TYPE_CHECKING:
@@ -80,9 +81,7 @@ def leaderboard(
     results_dir: ResultsDir = DEFAULT_RESULTS_DIR,
 ) -> None:
     """Score, CI, pass@k, cost and error counts per model (or task, or category)."""
-    from rich.console import Console
 
-    from gem_eval.cli.render import console
     from gem_eval.metrics import summarize
     from gem_eval.metrics.render import FILE_FORMATS, summary_table, to_text, write_table
 
@@ -102,11 +101,7 @@ def leaderboard(
     if format is Format.table:
         n_runs = frame["run_id"].nunique()
         title = f"{n_runs} run(s){f', suite {suite}' if suite else ''}, by {by.value}"
-        table = summary_table(board, title=title)
-        if not console.is_terminal:  # a log does not wrap: print the table whole, not cropped
-            natural = console.measure(table, options=console.options.update_width(10_000))
-            console = Console(highlight=False, width=max(console.width, natural.maximum))
-        console.print(table)
+        print_whole(summary_table(board, title=title))
     elif output is None:
         typer.echo(to_text(board, format.value), nl=False)
     else:

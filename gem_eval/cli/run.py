@@ -128,7 +128,7 @@ def run(
         render.console.print(f"interrupted: resume with gem-eval run --resume {run_id}")
         raise typer.Exit(130) from None
     progress.stop()
-    render.run_summary(plan.run_dir, summary)
+    render.run_summary(results_dir, run_id, summary)
     if summary.status == "interrupted":
         render.console.print(f"interrupted: resume with gem-eval run --resume {run_id}")
     raise typer.Exit(summary.exit_code)

@@ -98,7 +98,7 @@ def plan_run(
             # hashes played the same samples, so they can be compared pair by pair.
             suite_hash=suite.digest(seed=options.seed, overrides=options.overrides),
             models=list(models),
-            tasks=_unique_tasks(specs),
+            tasks=suite.task_specs(options.overrides),
             episodes_planned=len(specs),
             seed=options.seed,
             epochs=max((s.epoch for s in specs), default=0) + 1,
@@ -188,13 +188,6 @@ def default_model_factory(spec: ModelSpec) -> Any:
     if spec.timeout_s is not None:
         policy = replace(policy, timeout_s=spec.timeout_s)
     return get_model(spec.name, base_url=spec.base_url, backend=spec.backend, retry=policy)
-
-
-def _unique_tasks(specs: Sequence[EpisodeSpec]) -> list[Any]:
-    seen: dict[str, Any] = {}
-    for spec in specs:
-        seen.setdefault(spec.task.id, spec.task)
-    return list(seen.values())
 
 
 def _git_commit() -> str | None:
