@@ -28,6 +28,14 @@ ResultsDir = Annotated[
 ]
 
 
+ModelBaseUrl = Annotated[
+    str | None, typer.Option(help="Base URL of an OpenAI-compatible server (vLLM, SGLang ...).")
+]
+ModelBackend = Annotated[
+    str, typer.Option(help="litellm, or openai (the direct client, for compatible servers).")
+]
+
+
 def check_results_dir(results_dir: Path) -> None:
     """A one-line user error when there is no results directory to read."""
     if not results_dir.is_dir():

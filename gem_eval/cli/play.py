@@ -7,7 +7,7 @@ from typing import Annotated, Any
 import typer
 
 from gem_eval.cli import render
-from gem_eval.cli.options import parse_key_values
+from gem_eval.cli.options import ModelBackend, ModelBaseUrl, parse_key_values
 from gem_eval.errors import UserError
 
 
@@ -42,12 +42,8 @@ def play(
     arg: Annotated[
         list[str] | None, typer.Option("--arg", "-a", help="Env parameter key=value.")
     ] = None,
-    model_base_url: Annotated[
-        str | None, typer.Option(help="Base URL of an OpenAI-compatible server.")
-    ] = None,
-    model_backend: Annotated[
-        str, typer.Option(help="litellm, or openai (direct client for compatible servers).")
-    ] = "litellm",
+    model_base_url: ModelBaseUrl = None,
+    model_backend: ModelBackend = "litellm",
     max_turns: Annotated[int, typer.Option(help="Model calls allowed (harness limit).")] = 30,
     max_tokens: Annotated[
         int | None, typer.Option(help="Tokens per model reply (generation setting).")

@@ -7,7 +7,13 @@ from typing import Annotated, Any
 
 import typer
 
-from gem_eval.cli.options import DEFAULT_RESULTS_DIR, ResultsDir, parse_key_values
+from gem_eval.cli.options import (
+    DEFAULT_RESULTS_DIR,
+    ModelBackend,
+    ModelBaseUrl,
+    ResultsDir,
+    parse_key_values,
+)
 from gem_eval.errors import UserError
 
 
@@ -34,12 +40,8 @@ def run(
         list[str] | None,
         typer.Option("--model-arg", "-M", help="Generation setting key=value (temperature=0.7)."),
     ] = None,
-    model_base_url: Annotated[
-        str | None, typer.Option(help="Base URL of an OpenAI-compatible server.")
-    ] = None,
-    model_backend: Annotated[
-        str, typer.Option(help="litellm, or openai (direct client for compatible servers).")
-    ] = "litellm",
+    model_base_url: ModelBaseUrl = None,
+    model_backend: ModelBackend = "litellm",
     max_retries: Annotated[
         int | None, typer.Option(help="Retries of a failed model call (default 6).")
     ] = None,

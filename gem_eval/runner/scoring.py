@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import time
-from typing import Literal
+from typing import Any, Literal
 
 from gem_eval.agent.trajectory import Trajectory
 from gem_eval.records import EpisodeRecord, EpisodeSpec, Scorer
@@ -27,14 +27,7 @@ def to_record(
     """The record of a played episode."""
     usage = trajectory.usage
     return EpisodeRecord(
-        run_id=run_id,
-        key=spec.key,
-        model=spec.model.name,
-        task_id=spec.task.id,
-        category=spec.task.category,
-        sample=spec.sample,
-        epoch=spec.epoch,
-        seed=spec.seed,
+        **_identity(run_id, spec),
         outcome=trajectory.outcome,
         score=score(trajectory, spec.task.scorer, spec.task.gamma),
         success=trajectory.success,
@@ -82,14 +75,7 @@ def _unplayed(
     trajectory: Trajectory | None,
 ) -> EpisodeRecord:
     return EpisodeRecord(
-        run_id=run_id,
-        key=spec.key,
-        model=spec.model.name,
-        task_id=spec.task.id,
-        category=spec.task.category,
-        sample=spec.sample,
-        epoch=spec.epoch,
-        seed=spec.seed,
+        **_identity(run_id, spec),
         outcome=outcome,
         score=None,
         success=False,
@@ -98,3 +84,17 @@ def _unplayed(
         finished_at=time.time(),
         trajectory=trajectory,
     )
+
+
+def _identity(run_id: str, spec: EpisodeSpec) -> dict[str, Any]:
+    """The fields that say which episode a record is."""
+    return {
+        "run_id": run_id,
+        "key": spec.key,
+        "model": spec.model.name,
+        "task_id": spec.task.id,
+        "category": spec.task.category,
+        "sample": spec.sample,
+        "epoch": spec.epoch,
+        "seed": spec.seed,
+    }
