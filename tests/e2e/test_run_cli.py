@@ -40,6 +40,32 @@ def records(run_dir: Path) -> list[dict[str, object]]:
     return [json.loads(line) for line in complete.splitlines() if line.strip()]
 
 
+def start_games_run(
+    server: FakeOpenAIServer, results: Path, limit: int, concurrency: int
+) -> subprocess.Popen[str]:
+    """``gem-eval run --suite games`` in the background, its output captured."""
+    args = ["run", "--suite", "games", "--model", "openai/fake", "--limit", str(limit)]
+    args += ["--concurrency", str(concurrency), "--model-base-url", server.base_url, "-q"]
+    return subprocess.Popen(
+        [sys.executable, "-m", "gem_eval", *args],
+        cwd=ROOT,
+        env={**os.environ, "GEM_EVAL_RESULTS": str(results)},
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+
+
+def wait_for_records(results: Path, count: int, timeout: float = 120) -> None:
+    """Wait until the run under ``results`` has recorded ``count`` episodes."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        dirs = run_dirs(results) if results.exists() else []
+        if dirs and len(records(dirs[0])) >= count:
+            return
+        time.sleep(0.05)
+
+
 def test_smoke_suite_runs_scores_and_records(
     openai_server: FakeOpenAIServer, tmp_path: Path
 ) -> None:
@@ -111,32 +137,8 @@ def test_sigkill_mid_run_then_resume_loses_and_repeats_nothing(
     openai_server: FakeOpenAIServer, tmp_path: Path
 ) -> None:
     openai_server.latency = 0.05
-    env = {**os.environ, "GEM_EVAL_RESULTS": str(tmp_path)}
-    args = [
-        "run",
-        "--suite",
-        "games",
-        "--model",
-        "openai/fake",
-        "--limit",
-        "3",
-        "--concurrency",
-        "2",
-    ]
-    args += ["--model-base-url", openai_server.base_url, "-q"]
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "gem_eval", *args],
-        cwd=ROOT,
-        env=env,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
-    deadline = time.monotonic() + 120
-    while time.monotonic() < deadline:
-        dirs = run_dirs(tmp_path) if tmp_path.exists() else []
-        if dirs and len(records(dirs[0])) >= 6:
-            break
-        time.sleep(0.05)
+    proc = start_games_run(openai_server, tmp_path, limit=3, concurrency=2)
+    wait_for_records(tmp_path, 6)
     os.kill(proc.pid, signal.SIGKILL)
     proc.wait()
     [run] = run_dirs(tmp_path)
@@ -249,33 +251,8 @@ def test_ctrl_c_records_cancelled_episodes_and_resume_finishes(
     openai_server: FakeOpenAIServer, tmp_path: Path
 ) -> None:
     openai_server.latency = 0.2
-    env = {**os.environ, "GEM_EVAL_RESULTS": str(tmp_path)}
-    args = [
-        "run",
-        "--suite",
-        "games",
-        "--model",
-        "openai/fake",
-        "--limit",
-        "2",
-        "--concurrency",
-        "4",
-    ]
-    args += ["--model-base-url", openai_server.base_url, "-q"]
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "gem_eval", *args],
-        cwd=ROOT,
-        env=env,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
-    deadline = time.monotonic() + 120
-    while time.monotonic() < deadline:
-        dirs = run_dirs(tmp_path) if tmp_path.exists() else []
-        if dirs and len(records(dirs[0])) >= 2:
-            break
-        time.sleep(0.05)
+    proc = start_games_run(openai_server, tmp_path, limit=2, concurrency=4)
+    wait_for_records(tmp_path, 2)
     proc.send_signal(signal.SIGINT)
     out, err = proc.communicate(timeout=60)
     assert proc.returncode == 130, err
