@@ -8,7 +8,7 @@ from typing import Any
 
 from gem_eval.core import Env
 from gem_eval.policies import Policy
-from gem_eval.wrappers.episode_stats import discounted_return
+from gem_eval.wrappers.episode_stats import Returns
 
 
 @dataclass
@@ -24,7 +24,7 @@ class Turn:
 
 
 @dataclass
-class Episode:
+class Episode(Returns):
     """A finished (or cut-off) episode: the first observation and every turn."""
 
     env_id: str
@@ -36,13 +36,6 @@ class Episode:
     @property
     def rewards(self) -> list[float]:
         return [t.reward for t in self.turns]
-
-    @property
-    def total_return(self) -> float:
-        return sum(self.rewards)
-
-    def discounted_return(self, gamma: float) -> float:
-        return discounted_return(self.rewards, gamma)
 
     @property
     def success(self) -> bool:

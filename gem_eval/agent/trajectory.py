@@ -10,7 +10,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, Field
 
 from gem_eval.models.base import Message, ModelOutput, Usage
-from gem_eval.wrappers.episode_stats import discounted_return
+from gem_eval.wrappers.episode_stats import Returns
 
 SCHEMA_VERSION = 1
 
@@ -59,7 +59,7 @@ class Step(BaseModel):
     info: dict[str, Any] = Field(default_factory=dict)
 
 
-class Trajectory(BaseModel):
+class Trajectory(Returns, BaseModel):
     """A whole episode."""
 
     schema_version: int = SCHEMA_VERSION
@@ -82,13 +82,6 @@ class Trajectory(BaseModel):
     def rewards(self) -> list[float]:
         """The reward of every env step, in order (tool-only steps earn none)."""
         return [s.reward for s in self.steps if s.action is not None]
-
-    @property
-    def total_return(self) -> float:
-        return sum(self.rewards)
-
-    def discounted_return(self, gamma: float) -> float:
-        return discounted_return(self.rewards, gamma)
 
     @property
     def scored(self) -> bool:

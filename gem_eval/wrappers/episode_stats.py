@@ -15,6 +15,22 @@ def discounted_return(rewards: list[float], gamma: float) -> float:
     return total
 
 
+class Returns:
+    """Mixin for episode records: ``total_return`` and ``discounted_return`` of the
+    ``rewards`` the record lists (one per env step)."""
+
+    @property
+    def rewards(self) -> list[float]:
+        raise NotImplementedError
+
+    @property
+    def total_return(self) -> float:
+        return sum(self.rewards)
+
+    def discounted_return(self, gamma: float) -> float:
+        return discounted_return(self.rewards, gamma)
+
+
 class EpisodeStats(Wrapper):
     """Record per-turn rewards; report the episode when it ends.
 
