@@ -91,3 +91,13 @@ class ModelCallError(GemEvalError):
 
 class MissingAPIKeyError(UserError):
     """The provider of a model needs an API key that is not set."""
+
+
+class SandboxError(GemEvalError):
+    """The sandbox failed (a container died, the daemon went away): an infrastructure
+    failure, reported as ``infra_error`` and never scored as the model's."""
+
+
+class SandboxUnavailableError(SandboxError, UserError):
+    """The sandbox cannot be used as configured: Docker not installed or not running,
+    the image missing, bubblewrap missing. Raised before a run, as one line."""

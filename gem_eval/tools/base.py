@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from pydantic import BaseModel, Field
+
+if TYPE_CHECKING:
+    from gem_eval.sandbox.base import Sandbox
 
 _JSON_TYPES: dict[str, tuple[type, ...]] = {
     "string": (str,),
@@ -37,17 +40,30 @@ class Tool(ABC):
             ``{text_argument: body}`` (GEM's ``<python>...</python>`` style). ``None``
             means the tool is called only as ``<tool_call>{json}</tool_call>``.
         text_argument: The argument the body of ``<TAG>`` fills.
+        needs_sandbox: True when ``call`` runs things in the episode's sandbox (the
+            executor then gives the episode one).
+
+    A tool instance serves one episode: it may keep state between calls (a live
+    interpreter) and releases it in :meth:`aclose`.
     """
 
-    name: ClassVar[str]
-    description: ClassVar[str]
-    parameters: ClassVar[dict[str, Any]]
+    name: str
+    description: str
+    parameters: dict[str, Any]
     text_tag: ClassVar[str | None] = None
     text_argument: ClassVar[str | None] = None
+    needs_sandbox: ClassVar[bool] = False
 
     @abstractmethod
-    async def call(self, args: dict[str, Any]) -> ToolResult:
-        """Run the tool with arguments already checked against ``parameters``."""
+    async def call(self, args: dict[str, Any], sandbox: Sandbox | None = None) -> ToolResult:
+        """Run the tool with arguments already checked against ``parameters``.
+
+        Raises:
+            SandboxError: The sandbox failed; the episode ends as ``infra_error``.
+        """
+
+    async def aclose(self) -> None:  # noqa: B027 - optional hook
+        """Release what the tool holds for its episode (processes, connections)."""
 
     def schema(self) -> dict[str, Any]:
         """The OpenAI function-tool schema."""

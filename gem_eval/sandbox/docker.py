@@ -1,0 +1,269 @@
+"""``DockerSandbox``: one container per episode, locked down, always removed.
+
+The container runs ``sleep infinity`` under Docker's init (``init=True``, so orphaned
+processes are reaped and do not count against the pids limit), with no network unless
+the task allows it, memory/CPU/pids limits, ``no-new-privileges``, no host mounts, and
+commands run as a non-root user (``agent``). Files written as ``owner="root"`` cannot be
+changed by that user. Every container carries labels naming the run and the process
+that owns it (see :mod:`gem_eval.sandbox.cleanup`), so leftovers of a killed run can be
+found and removed.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import io
+import os
+import shlex
+import tarfile
+import time
+from typing import Any, ClassVar
+
+from gem_eval.errors import SandboxError
+from gem_eval.sandbox import cleanup, docker_client
+from gem_eval.sandbox.base import DEFAULT_OUTPUT_LIMIT, ExecResult, OutputCap, Sandbox
+from gem_eval.sandbox.docker_process import DockerProcess
+from gem_eval.sandbox.images import BASE_IMAGE
+
+_KILL_GRACE_S = 2
+_SAFETY_MARGIN_S = 10
+
+
+class DockerSandbox(Sandbox):
+    """A container for one episode.
+
+    Args:
+        image: Image to run (default: the base image ``gem-eval sandbox build-base`` makes).
+        user: User commands run as (created at start if the image lacks it).
+        workdir: Working directory (created, owned by ``user``).
+        network: Allow network access (default: ``network_mode="none"``).
+        memory: Memory limit (``"1g"``, ``"512m"``); swap is not added on top.
+        cpus: CPU limit (fractions allowed).
+        pids: Process limit (a fork bomb stops here).
+        env: Environment variables of the container.
+        run_id: The run this container belongs to (a label; ``cleanup`` uses it).
+        output_limit: Bytes of each output stream kept per ``exec``.
+    """
+
+    default_concurrency: ClassVar[int] = 4
+
+    def __init__(
+        self,
+        image: str = BASE_IMAGE,
+        *,
+        user: str = "agent",
+        workdir: str = "/workspace",
+        network: bool = False,
+        memory: str = "1g",
+        cpus: float = 1.0,
+        pids: int = 256,
+        env: dict[str, str] | None = None,
+        run_id: str | None = None,
+        output_limit: int = DEFAULT_OUTPUT_LIMIT,
+    ) -> None:
+        self.image, self.user, self.workdir = image, user, workdir
+        self.network, self.memory, self.cpus, self.pids = network, memory, cpus, pids
+        self.env = dict(env or {})
+        self.run_id = run_id
+        self.output_limit = output_limit
+        self.container: Any = None
+        self._closed = False
+
+    @property
+    def id(self) -> str | None:
+        return None if self.container is None else str(self.container.id)
+
+    def describe(self) -> dict[str, str]:
+        return {"kind": "docker", "image": self.image}
+
+    async def start(self) -> None:
+        docker = docker_client.client()
+        labels = cleanup.labels(self.run_id)
+        self.container = await docker_client.call(
+            f"starting a container from {self.image}",
+            docker.containers.run,
+            self.image,
+            entrypoint=["sleep", "infinity"],
+            command=[],
+            detach=True,
+            init=True,
+            user="root",
+            working_dir="/",
+            network_mode="bridge" if self.network else "none",
+            mem_limit=self.memory,
+            memswap_limit=self.memory,
+            nano_cpus=int(self.cpus * 1e9),
+            pids_limit=self.pids,
+            security_opt=["no-new-privileges"],
+            environment=self.env,
+            labels=labels,
+        )
+        cleanup.track(self.container.id)
+        if self._closed:  # closed while starting (Ctrl-C): do not leave it behind
+            await self.close()
+            return
+        await self._prepare()
+
+    async def _prepare(self) -> None:
+        """Make sure the user and the work directory exist (one exec)."""
+        user, workdir = shlex.quote(self.user), shlex.quote(self.workdir)
+        script = f"mkdir -p {workdir}"
+        if self.user != "root":
+            script = (
+                f"(id -u {user} >/dev/null 2>&1 || useradd -m {user} || adduser -D {user}) "
+                f"&& {script} && chown {user} {workdir}"
+            )
+        result = await self.exec(script, timeout=60, user="root", cwd="/")
+        if not result.ok:
+            raise SandboxError(
+                f"preparing a container from {self.image} failed: "
+                f"{(result.stderr or result.stdout).strip()[:300]}"
+            )
+
+    async def close(self) -> None:
+        self._closed = True
+        container, self.container = self.container, None
+        if container is None:
+            return
+        try:
+            await docker_client.call("removing a container", container.remove, force=True)
+        except SandboxError as exc:
+            if "gone" not in str(exc):
+                raise
+        cleanup.untrack(container.id)
+
+    def _require(self) -> Any:
+        if self.container is None:
+            raise SandboxError("the sandbox is not running (not started, or closed)")
+        return self.container
+
+    async def exec(
+        self,
+        cmd: str | list[str],
+        timeout: float | None = 60.0,
+        user: str | None = None,
+        cwd: str | None = None,
+        env: dict[str, str] | None = None,
+    ) -> ExecResult:
+        container = self._require()
+        argv = ["sh", "-c", cmd] if isinstance(cmd, str) else list(cmd)
+        if timeout is not None:  # coreutils timeout kills the command's whole group
+            argv = ["timeout", "-k", str(_KILL_GRACE_S), str(timeout), *argv]
+        api = docker_client.client().api
+        began = time.monotonic()
+        exec_id = (
+            await docker_client.call(
+                "exec in a container",
+                api.exec_create,
+                container.id,
+                argv,
+                user=user or self.user,
+                workdir=cwd or self.workdir,
+                environment=env,
+            )
+        )["Id"]
+        out, err = OutputCap(self.output_limit), OutputCap(self.output_limit)
+        deadline = None if timeout is None else timeout + _KILL_GRACE_S + _SAFETY_MARGIN_S
+        stuck = await docker_client.call(
+            "exec in a container", _pump, api, exec_id, out, err, deadline
+        )
+        info = await docker_client.call("exec in a container", api.exec_inspect, exec_id)
+        code = info.get("ExitCode")
+        elapsed = time.monotonic() - began
+        timed_out = stuck or (
+            timeout is not None and code in (124, 137) and elapsed >= timeout * 0.99
+        )
+        if not timed_out and code is None:
+            raise SandboxError("exec in a container: the command's exit status is unknown")
+        return ExecResult(out.text(), err.text(), None if timed_out else code, timed_out)
+
+    async def write_file(
+        self, path: str, data: bytes | str, *, mode: int = 0o644, owner: str | None = None
+    ) -> None:
+        container = self._require()
+        path = path if path.startswith("/") else f"{self.workdir}/{path}"
+        parent, name = os.path.split(os.path.normpath(path))
+        payload = data.encode() if isinstance(data, str) else data
+        owner = owner or self.user
+        archive = _tar_one(name, payload, mode)
+        put = container.put_archive
+        try:
+            ok = await docker_client.call(f"writing {path}", put, parent, archive)
+        except SandboxError as exc:
+            if "gone" not in str(exc):  # NotFound: the parent directory is missing
+                raise
+            await self._mkdir(parent, owner)
+            ok = await docker_client.call(f"writing {path}", put, parent, archive)
+        if not ok:
+            raise SandboxError(f"writing {path}: Docker refused the archive")
+        if owner != "root":
+            # Archives arrive owned by root; hand the file (and any new parents) over.
+            quoted = shlex.quote(path)
+            result = await self.exec(f"chown {shlex.quote(owner)}: {quoted}", user="root", cwd="/")
+            if not result.ok:
+                raise SandboxError(f"writing {path}: chown failed: {result.stderr.strip()}")
+
+    async def read_file(self, path: str) -> bytes:
+        container = self._require()
+        path = path if path.startswith("/") else f"{self.workdir}/{path}"
+        try:
+            chunks, _ = await docker_client.call(f"reading {path}", container.get_archive, path)
+        except SandboxError as exc:
+            if "gone" in str(exc):  # NotFound: the file, not the container
+                raise FileNotFoundError(path) from None
+            raise
+        data = await docker_client.call(f"reading {path}", lambda: b"".join(chunks))
+        with tarfile.open(fileobj=io.BytesIO(data)) as tar:
+            member = tar.next()
+            extracted = None if member is None else tar.extractfile(member)
+            if extracted is None:
+                raise IsADirectoryError(path)
+            return extracted.read()
+
+    async def spawn(
+        self,
+        cmd: list[str],
+        *,
+        user: str | None = None,
+        cwd: str | None = None,
+        env: dict[str, str] | None = None,
+    ) -> DockerProcess:
+        container = self._require()
+        return await DockerProcess.start(
+            self, container.id, cmd, user=user or self.user, cwd=cwd or self.workdir, env=env
+        )
+
+    async def _mkdir(self, path: str, owner: str) -> None:
+        script = f"mkdir -p {shlex.quote(path)}"
+        if owner != "root":
+            script += f" && chown {shlex.quote(owner)}: {shlex.quote(path)}"
+        result = await self.exec(script, user="root", cwd="/")
+        if not result.ok:
+            raise SandboxError(f"creating {path}: {result.stderr.strip()}")
+
+
+def _pump(
+    api: Any, exec_id: str, out: OutputCap, err: OutputCap, deadline: float | None
+) -> bool:
+    """Read an exec's output into the caps (in a Docker thread); True when stuck past
+    ``deadline`` (the in-container timeout failed to end it)."""
+    stream = api.exec_start(exec_id, stream=True, demux=True)
+    ends = None if deadline is None else time.monotonic() + deadline
+    for stdout, stderr in stream:
+        if stdout:
+            out.add(stdout)
+        if stderr:
+            err.add(stderr)
+        if ends is not None and time.monotonic() > ends:
+            return True
+    return False
+
+
+def _tar_one(name: str, payload: bytes, mode: int) -> bytes:
+    buffer = io.BytesIO()
+    with tarfile.open(fileobj=buffer, mode="w") as tar:
+        info = tarfile.TarInfo(name)
+        info.size, info.mode, info.mtime = len(payload), mode, int(time.time())
+        tar.addfile(info, io.BytesIO(payload))
+    return buffer.getvalue()
+

@@ -1,0 +1,137 @@
+"""The base image: Debian bookworm (minbase) with Python 3, built locally.
+
+No image registry is reachable on air-gapped machines, so ``gem-eval sandbox
+build-base`` makes the base image from Debian's packages: ``debootstrap --variant=minbase``
+into a directory, a user ``agent`` (uid 1000) and ``/workspace`` owned by it, then
+``docker import``. The result is saved to the cache directory (``docker save``) so the
+next build on a machine with a cold Docker (a CI runner) is a ``docker load`` of a few
+seconds instead of a debootstrap of a minute or more.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import re
+import shutil
+import subprocess
+import tempfile
+from collections.abc import Callable
+from pathlib import Path
+
+from gem_eval.errors import SandboxUnavailableError, UserError
+from gem_eval.sandbox import docker_client
+
+BASE_IMAGE = "gem-eval/base:bookworm"
+PACKAGES = ("python3", "procps")
+SUITE = "bookworm"
+DEFAULT_MIRROR = "http://deb.debian.org/debian"
+_RECIPE = f"{SUITE} minbase {' '.join(PACKAGES)} user=agent:1000 workdir=/workspace v1"
+RECIPE_HASH = hashlib.sha256(_RECIPE.encode()).hexdigest()[:12]
+RECIPE_LABEL = "gem-eval.recipe"
+
+
+def cache_dir() -> Path:
+    root = os.environ.get("GEM_EVAL_CACHE") or Path.home() / ".cache" / "gem-eval"
+    return Path(root) / "images"
+
+
+def apt_mirror() -> str:
+    """The Debian mirror this machine's apt uses (the one its network reaches)."""
+    sources = Path("/etc/apt/sources.list.d")
+    files = sorted(sources.glob("*.sources")) + sorted(sources.glob("*.list"))
+    files.append(Path("/etc/apt/sources.list"))
+    for path in files:
+        try:
+            text = path.read_text()
+        except OSError:
+            continue
+        for match in re.finditer(r"(?:URIs:\s*|deb\s+)(\S+/debian)/?\s", text):
+            return match.group(1)
+    return DEFAULT_MIRROR
+
+
+def image_recipe(tag: str) -> str | None:
+    """The recipe label of a local image, ``""`` for an image without one, ``None`` when
+    there is no such image."""
+    from docker import errors
+
+    try:
+        image = docker_client.client().images.get(tag)
+    except errors.ImageNotFound:
+        return None
+    return str(image.labels.get(RECIPE_LABEL, ""))
+
+
+def ensure_base(
+    tag: str = BASE_IMAGE,
+    *,
+    mirror: str | None = None,
+    force: bool = False,
+    log: Callable[[str], None] = lambda _: None,
+) -> str:
+    """Make sure the base image exists, building it if needed; how it was obtained
+    (``"present"``, ``"loaded"`` from the cache, or ``"built"``)."""
+    if not force and image_recipe(tag) == RECIPE_HASH:
+        return "present"
+    cached = cache_dir() / f"base-{RECIPE_HASH}.tar"
+    docker = docker_client.client()
+    if not force and cached.exists():
+        log(f"loading {cached}")
+        with cached.open("rb") as f:
+            (image,) = docker.images.load(f)
+        image.tag(tag)
+        return "loaded"
+    _build(tag, mirror or apt_mirror(), log)
+    log(f"saving {cached}")
+    cached.parent.mkdir(parents=True, exist_ok=True)
+    partial = cached.with_suffix(".partial")
+    with partial.open("wb") as f:
+        for chunk in docker.images.get(tag).save(named=True):
+            f.write(chunk)
+    partial.replace(cached)
+    return "built"
+
+
+def _build(tag: str, mirror: str, log: Callable[[str], None]) -> None:
+    if shutil.which("debootstrap") is None:
+        raise SandboxUnavailableError(
+            "building the base image needs debootstrap: apt-get install debootstrap"
+        )
+    if os.geteuid() != 0:
+        raise UserError("building the base image needs root (debootstrap and chroot)")
+    with tempfile.TemporaryDirectory(prefix="gem-eval-rootfs-") as tmp:
+        rootfs = Path(tmp) / "rootfs"
+        log(f"debootstrap {SUITE} from {mirror} (about a minute)")
+        include = ",".join(PACKAGES)
+        _run(["debootstrap", "--variant=minbase", f"--include={include}", SUITE, rootfs, mirror])
+        log("adding user agent and /workspace")
+        _run(["chroot", rootfs, "useradd", "-m", "-u", "1000", "-s", "/bin/bash", "agent"])
+        (rootfs / "workspace").mkdir()
+        os.chown(rootfs / "workspace", 1000, 1000)
+        for junk in ("var/cache/apt/archives", "var/lib/apt/lists"):
+            for path in (rootfs / junk).glob("*"):
+                if path.is_file():
+                    path.unlink()
+        tarball = Path(tmp) / "rootfs.tar"
+        log("docker import")
+        _run(["tar", "-C", rootfs, "-cf", tarball, "."])
+        repository, _, version = tag.partition(":")
+        docker_client.client().api.import_image_from_file(
+            str(tarball),
+            repository=repository,
+            tag=version or "latest",
+            changes=[
+                'CMD ["/bin/bash"]',
+                "WORKDIR /workspace",
+                "ENV LANG=C.UTF-8",
+                f"LABEL {RECIPE_LABEL}={RECIPE_HASH} gem-eval.user=agent",
+            ],
+        )
+
+
+def _run(argv: list[str | Path]) -> None:
+    done = subprocess.run([str(a) for a in argv], capture_output=True, text=True)
+    if done.returncode != 0:
+        tail = (done.stderr or done.stdout).strip().splitlines()[-3:]
+        raise SandboxUnavailableError(f"{argv[0]} failed: {' / '.join(tail)}")

@@ -1,0 +1,133 @@
+"""The ``bash`` tool: a persistent shell session in the episode's sandbox.
+
+``cd`` and exported variables persist between calls, as in a terminal. Each command's
+output (stdout and stderr together) and exit code are returned. Commands read no
+input (stdin is ``/dev/null``), so an interactive program cannot hang the session on a
+prompt. At the per-call timeout the command gets SIGINT and the shell survives (it traps
+SIGINT); a shell that dies or will not stop is restarted in the last known directory,
+and the agent is told that variables are gone.
+"""
+
+from __future__ import annotations
+
+import shlex
+from typing import Any, ClassVar
+
+from gem_eval.errors import SandboxError
+from gem_eval.sandbox.base import DEFAULT_OUTPUT_LIMIT, Sandbox
+from gem_eval.tools.base import Tool, ToolResult
+from gem_eval.tools.kit import SingleToolKit
+from gem_eval.tools.session import Session
+
+
+def ansi_c_quote(text: str) -> str:
+    """``text`` as a bash ``$'...'`` string (any bytes, quotes and newlines survive)."""
+    out = []
+    for ch in text:
+        if ch in "\\'":
+            out.append("\\" + ch)
+        elif ch == "\n":
+            out.append("\\n")
+        elif ch.isprintable() or ord(ch) > 127:
+            out.append(ch)
+        else:
+            out.append(f"\\x{ord(ch):02x}")
+    return "$'" + "".join(out) + "'"
+
+
+class BashSession(Session):
+    """A bash process answering one command per request."""
+
+    def __init__(self, sandbox: Sandbox, output_limit: int, cwd: str | None) -> None:
+        super().__init__(sandbox, output_limit)
+        self.cwd = cwd
+
+    def command(self) -> list[str]:
+        return ["bash", "--noprofile", "--norc"]
+
+    def encode(self, request: str) -> bytes:
+        marker = self.marker.decode()
+        return (
+            f"eval {ansi_c_quote(request)} </dev/null 2>&1\n"
+            f"printf '\\n{marker} %s %s\\n' \"$?\" \"$PWD\"\n"
+        ).encode()
+
+    async def on_start(self) -> None:
+        # A SIGINT trap keeps the shell alive when a command is interrupted; the first
+        # request then restores the directory of the session this one replaces.
+        setup = "trap ':' INT; exec 2>&1"
+        if self.cwd:
+            setup += f"; cd {shlex.quote(self.cwd)} 2>/dev/null"
+        assert self.process is not None
+        await self.process.write((setup + "\n").encode())
+
+
+class BashTool(Tool):
+    """Run shell commands in a persistent bash session in the sandbox.
+
+    Args:
+        timeout_s: Seconds a command may run before it is interrupted.
+        output_limit: Bytes of output returned per call.
+    """
+
+    name = "bash"
+    description = (
+        "Run a bash command in a persistent shell (the working directory and exported "
+        "variables persist between calls). Returns the output and the exit code."
+    )
+    parameters: ClassVar[dict[str, Any]] = {
+        "type": "object",
+        "properties": {"command": {"type": "string", "description": "The command to run."}},
+        "required": ["command"],
+        "additionalProperties": False,
+    }
+    text_tag = "bash"
+    text_argument = "command"
+    needs_sandbox = True
+
+    def __init__(self, timeout_s: float = 60.0, output_limit: int = DEFAULT_OUTPUT_LIMIT) -> None:
+        if timeout_s <= 0:
+            raise ValueError("timeout_s must be positive")
+        self.timeout_s, self.output_limit = timeout_s, output_limit
+        self.session: BashSession | None = None
+
+    async def call(self, args: dict[str, Any], sandbox: Sandbox | None = None) -> ToolResult:
+        if sandbox is None:
+            raise SandboxError("the bash tool needs a sandbox and the episode has none")
+        if self.session is None or self.session.sandbox is not sandbox:
+            self.session = BashSession(sandbox, self.output_limit, None)
+        session = self.session
+        reply = await session.request(args["command"], self.timeout_s)
+        output = reply.output.strip("\n")
+        exit_code: int | None = None
+        if reply.status is not None:
+            code, _, cwd = reply.status.partition(" ")
+            exit_code = int(code) if code.lstrip("-").isdigit() else None
+            session.cwd = cwd or session.cwd
+        notes = []
+        if reply.timed_out:
+            notes.append(f"The command timed out after {self.timeout_s:g} s and was interrupted.")
+        if reply.restarted:
+            notes.append(
+                "The shell "
+                + ("did not stop" if reply.timed_out else "exited")
+                + f" and was restarted in {session.cwd or 'its start directory'}: "
+                "variables set earlier are gone."
+            )
+        if exit_code is not None and not reply.timed_out:
+            notes.append(f"[exit code {exit_code}]")
+        text = "\n".join([output, *notes]).strip("\n")
+        failed = reply.timed_out or reply.restarted or exit_code != 0
+        return ToolResult(output=text, is_error=failed, metadata={"exit_code": exit_code})
+
+    async def aclose(self) -> None:
+        if self.session is not None:
+            await self.session.close()
+            self.session = None
+
+
+class BashKit(SingleToolKit):
+    """``tools: [bash]`` or ``{name: bash, timeout_s: 120}``."""
+
+    needs_sandbox = True
+    tool_class = BashTool

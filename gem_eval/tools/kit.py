@@ -1,0 +1,96 @@
+"""Tool kits: how a task's ``tools:`` entries become live tools for an episode.
+
+A task lists tools by name, each with optional settings::
+
+    tools:
+      - python
+      - {name: search, corpus: tasks/data/search/corpus.jsonl, k: 3}
+      - {name: mcp, servers: [{name: fs, command: npx, args: [...]}]}
+
+Each entry names a :class:`ToolKit`. A kit is built from the entry's settings (bad
+settings fail before the run, as one line), opened for an episode with that episode's
+sandbox (returning the tools it offers: one for ``python``, one per server tool for
+``mcp``) and closed after it. A kit with ``shared = True`` is opened once per run and
+serves every episode (an MCP server shared by the run).
+"""
+
+from __future__ import annotations
+
+import importlib
+from abc import ABC, abstractmethod
+from typing import TYPE_CHECKING, Any, ClassVar
+
+from gem_eval.errors import UserError, did_you_mean
+
+if TYPE_CHECKING:
+    from gem_eval.sandbox.base import Sandbox
+    from gem_eval.tools.base import Tool
+
+KITS: dict[str, str] = {
+    "python": "gem_eval.tools.python:PythonKit",
+    "bash": "gem_eval.tools.bash:BashKit",
+    "search": "gem_eval.tools.search:SearchKit",
+    "mcp": "gem_eval.tools.mcp:MCPKit",
+}
+"""Tool kit classes by the name tasks use, as ``module:Class`` (imported when used)."""
+
+
+class ToolKit(ABC):
+    """Makes the tools of one ``tools:`` entry.
+
+    Subclasses take the entry's settings as keyword arguments and raise ``UserError``
+    (or ``TypeError``/``ValueError``, reported as one line) for bad ones.
+
+    Attributes:
+        needs_sandbox: The tools run inside the episode's sandbox.
+        shared: One opened kit serves the whole run (see the module docstring).
+    """
+
+    needs_sandbox: ClassVar[bool] = False
+    shared: bool = False
+
+    @abstractmethod
+    async def open(self, sandbox: Sandbox | None) -> list[Tool]:
+        """The tools for an episode (``sandbox`` is ``None`` unless ``needs_sandbox``)."""
+
+    async def aclose(self) -> None:  # noqa: B027 - optional hook
+        """Release what ``open`` started (server processes, connections)."""
+
+    def describe(self) -> dict[str, Any]:
+        """What the run manifest records (e.g. MCP server names and versions)."""
+        return {}
+
+
+class SingleToolKit(ToolKit):
+    """A kit offering one tool made per episode: ``tool_class(**settings)``."""
+
+    tool_class: ClassVar[type[Tool]]
+
+    def __init__(self, **settings: Any) -> None:
+        self.settings = settings
+        self.tool_class(**settings)  # check the settings now, not mid-run
+
+    async def open(self, sandbox: Sandbox | None) -> list[Tool]:
+        return [self.tool_class(**self.settings)]
+
+
+def kit_class(name: str) -> type[ToolKit]:
+    """The kit class registered as ``name``; :class:`UserError` for an unknown name."""
+    try:
+        target = KITS[name]
+    except KeyError:
+        raise UserError(
+            f"unknown tool {name!r} (tools: {', '.join(KITS)}).{did_you_mean(name, KITS)}"
+        ) from None
+    module, _, attr = target.partition(":")
+    cls: type[ToolKit] = getattr(importlib.import_module(module), attr)
+    return cls
+
+
+def build_kit(name: str, settings: dict[str, Any]) -> ToolKit:
+    """A kit for one ``tools:`` entry, its settings checked."""
+    cls = kit_class(name)
+    try:
+        return cls(**settings)
+    except (TypeError, ValueError) as exc:
+        raise UserError(f"tool {name!r}: {exc}") from None
