@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, model_validator
 
 from gem_eval.agent.trajectory import SCORED_OUTCOMES, Outcome, Trajectory
 
@@ -56,6 +56,60 @@ class LimitsSpec(BaseModel):
     max_cost_usd: float | None = None
 
 
+class ToolSpec(BaseModel):
+    """One entry of a task's ``tools:``: a tool kit's name and its settings.
+
+    YAML writes ``python`` or ``{name: search, corpus: docs.jsonl}``; both read as this.
+    """
+
+    name: str
+    settings: dict[str, Any] = Field(default_factory=dict)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _from_yaml(cls, value: Any) -> Any:
+        if isinstance(value, str):
+            return {"name": value}
+        if isinstance(value, dict) and set(value) - {"name", "settings"}:
+            rest = {k: v for k, v in value.items() if k != "name"}
+            return {"name": value.get("name"), "settings": rest}
+        return value
+
+
+class SandboxSpec(BaseModel):
+    """``sandbox:``: where a task's tools run (see :mod:`gem_eval.sandbox`).
+
+    Attributes:
+        type: ``docker`` (a container per episode), ``local`` (bubblewrap on this
+            machine) or ``none``.
+        image: Docker image (default: the base image of ``gem-eval sandbox build-base``).
+        network: Allow network access (off by default).
+        memory: Memory limit, e.g. ``1g``.
+        cpus: CPU limit.
+        pids: Process limit.
+        user: The user commands run as.
+        workdir: The working directory.
+        unsafe: ``local`` only: run without bubblewrap (no isolation).
+        per: ``episode`` (a fresh sandbox each) or ``task`` (one shared by the task's
+            episodes).
+        max_sandboxes: Sandboxes alive at once (default: the kind's default concurrency).
+        output_limit: Bytes of output kept per command.
+    """
+
+    type: Literal["docker", "local", "none"] = "docker"
+    image: str | None = None
+    network: bool = False
+    memory: str = "1g"
+    cpus: float = Field(default=1.0, gt=0)
+    pids: int = Field(default=256, ge=8)
+    user: str = "agent"
+    workdir: str = "/workspace"
+    unsafe: bool = False
+    per: Literal["episode", "task"] = "episode"
+    max_sandboxes: int | None = Field(default=None, ge=1)
+    output_limit: int = Field(default=65536, ge=1024)
+
+
 class TaskSpec(BaseModel):
     """One task of a suite, resolved: everything needed to build its env and score it."""
 
@@ -64,7 +118,8 @@ class TaskSpec(BaseModel):
     env_kwargs: dict[str, Any] = Field(default_factory=dict)
     category: str | None = None
     tags: list[str] = Field(default_factory=list)
-    tools: list[str] = Field(default_factory=list)
+    tools: list[ToolSpec] = Field(default_factory=list)
+    sandbox: SandboxSpec | None = None
     tool_mode: Literal["native", "text"] = "native"
     system_prompt: str | None = None
     limits: LimitsSpec = Field(default_factory=LimitsSpec)
@@ -167,4 +222,6 @@ class RunManifest(BaseModel):
     finished_at: float | None = None
     status: RunStatus = "running"
     max_cost_usd: float | None = None
+    resources: dict[str, Any] = Field(default_factory=dict)
+    """Sandboxes (kinds, images) and tool kits (MCP server names and versions) used."""
     extra: dict[str, Any] = Field(default_factory=dict)

@@ -15,8 +15,9 @@ from gem_eval.agent.limits import Limits
 from gem_eval.agent.redact import Redactor
 from gem_eval.agent.trajectory import Step, ToolEvent, Trajectory
 from gem_eval.core import Env
-from gem_eval.errors import ModelCallError
+from gem_eval.errors import ModelCallError, SandboxError
 from gem_eval.models.base import GenerateConfig, Message, Model, ModelOutput
+from gem_eval.sandbox.base import Sandbox
 from gem_eval.tools.base import Tool
 
 
@@ -32,6 +33,7 @@ async def run_episode(
     system_prompt: str | None = None,
     redactor: Redactor | None = None,
     on_step: Callable[[Trajectory], None] | None = None,
+    sandbox: Sandbox | None = None,
 ) -> Trajectory:
     """Play one episode of ``env`` with ``model``; return its full record.
 
@@ -52,13 +54,15 @@ async def run_episode(
             the environment's key variables).
         on_step: Called with the (unredacted) trajectory after the reset and after each
             step, e.g. to show the episode live.
+        sandbox: Where tools run (their owner starts and closes it). A sandbox failure
+            ends the episode as ``infra_error``.
     """
     if tool_mode not in tool_calls.TOOL_MODES:
         raise ValueError(f"tool_mode must be one of {tool_calls.TOOL_MODES}, not {tool_mode!r}")
     if tool_mode == "native" and tools and not model.supports_tools:
         tool_mode = "text"  # the model cannot call functions: teach it the text protocol
     episode = _Episode(env, model, list(tools), limits or Limits(), config or GenerateConfig())
-    episode.on_step = on_step
+    episode.on_step, episode.sandbox = on_step, sandbox
     episode.traj.seed, episode.traj.tool_mode = seed, tool_mode
     start = time.monotonic()
     try:
@@ -79,6 +83,7 @@ class _Episode:
         env_id = getattr(env.spec, "id", None) or str(env)
         self.traj = Trajectory(env_id=env_id, model=model.name)
         self.on_step: Callable[[Trajectory], None] | None = None
+        self.sandbox: Sandbox | None = None
 
     def _notify(self) -> None:
         if self.on_step is not None:
@@ -120,7 +125,11 @@ class _Episode:
             )
             traj.messages.append(_assistant_message(output, mode))
             if calls:
-                await self._run_tools(step, calls, mode)
+                try:
+                    await self._run_tools(step, calls, mode)
+                except SandboxError as exc:
+                    self._fail("infra_error", exc)
+                    return
                 self._notify()
                 continue
             done = await self._env_step(step, output.text)
@@ -157,7 +166,7 @@ class _Episode:
     async def _run_tools(self, step: Step, calls: list[tool_calls.ParsedCall], mode: str) -> None:
         for call in calls:
             began = time.monotonic()
-            result = await tool_calls.execute(call, self.tools)
+            result = await tool_calls.execute(call, self.tools, self.sandbox)
             step.tool_events.append(
                 ToolEvent(
                     call_id=call.id,

@@ -18,7 +18,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from gem_eval.errors import SandboxError
 from gem_eval.models.base import ToolCall
+from gem_eval.sandbox.base import Sandbox
 from gem_eval.tools.base import Tool, ToolResult, check_arguments
 
 TOOL_MODES = ("native", "text")
@@ -85,11 +87,15 @@ def _read_tool_call_json(body: str, call_id: str) -> ParsedCall:
     return call
 
 
-async def execute(call: ParsedCall, tools: Sequence[Tool]) -> ToolResult:
-    """Run a parsed call; every kind of mistake comes back as an error result.
+async def execute(
+    call: ParsedCall, tools: Sequence[Tool], sandbox: Sandbox | None = None
+) -> ToolResult:
+    """Run a parsed call in ``sandbox``; every kind of mistake comes back as an error
+    result.
 
     A tool that raises is reported as an error result too (its message is for the
-    model); the exception's type is kept in ``metadata["exception"]``.
+    model); the exception's type is kept in ``metadata["exception"]``. Only a
+    :class:`SandboxError` propagates: the sandbox failed, not the model.
     """
     if call.error is not None:
         return ToolResult(output=f"Error: {call.error}", is_error=True)
@@ -105,7 +111,9 @@ async def execute(call: ParsedCall, tools: Sequence[Tool]) -> ToolResult:
         return ToolResult(output=f"Error: {problem}", is_error=True)
     assert call.arguments is not None  # check_arguments accepted it
     try:
-        return await tool.call(call.arguments)
+        return await tool.call(call.arguments, sandbox)
+    except SandboxError:
+        raise
     except Exception as exc:
         return ToolResult(
             output=f"Error: the tool failed: {type(exc).__name__}: {exc}",

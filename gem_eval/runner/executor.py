@@ -13,12 +13,12 @@ from abc import ABC, abstractmethod
 from typing import Any
 
 from gem_eval.agent import Limits, run_episode
-from gem_eval.errors import UserError
+from gem_eval.errors import GemEvalError
 from gem_eval.models.base import GenerateConfig, Model
-from gem_eval.records import EpisodeRecord, EpisodeSpec, ModelSpec
+from gem_eval.records import EpisodeRecord, EpisodeSpec, ModelSpec, TaskSpec
 from gem_eval.registration import make
+from gem_eval.runner.provision import Provisioner
 from gem_eval.runner.scoring import failed_record, to_record
-from gem_eval.tools.base import Tool
 
 
 def generate_config(task_settings: dict[str, Any], model_args: dict[str, Any]) -> GenerateConfig:
@@ -41,8 +41,13 @@ class Executor(ABC):
     async def start(self, models: list[ModelSpec]) -> None:  # noqa: B027 - optional hook
         """Prepare shared resources (start models) before the first episode."""
 
-    def check_tools(self, names: list[str]) -> None:  # noqa: B027 - optional hook
-        """Raise :class:`UserError` before the run for a tool the executor cannot offer."""
+    def check(self, tasks: list[TaskSpec]) -> None:  # noqa: B027 - optional hook
+        """Raise :class:`UserError` before the run for tools or sandboxes that cannot
+        work as the tasks ask."""
+
+    def describe(self) -> dict[str, Any]:
+        """Resources used (sandbox kinds and images, tool servers), for the manifest."""
+        return {}
 
     async def aclose(self) -> None:  # noqa: B027 - optional hook
         """Release shared resources."""
@@ -54,16 +59,12 @@ class LocalExecutor(Executor):
     Args:
         model_factory: Builds a :class:`Model` from a :class:`ModelSpec` (one instance per
             model is shared by all its episodes, so its connection limit is shared).
-        tools: Tool factories by name, for the names tasks list.
+        provisioner: Gives episodes their tools and sandboxes (default: a new one).
     """
 
-    def __init__(
-        self,
-        model_factory: Any,
-        tools: dict[str, Any] | None = None,
-    ) -> None:
+    def __init__(self, model_factory: Any, provisioner: Provisioner | None = None) -> None:
         self.model_factory = model_factory
-        self.tool_factories = tools or {}
+        self.provisioner = provisioner or Provisioner()
         self.models: dict[str, Model] = {}
 
     async def start(self, models: list[ModelSpec]) -> None:
@@ -84,32 +85,34 @@ class LocalExecutor(Executor):
         except Exception as exc:  # the task's settings: an env error, not the model's
             return failed_record(run_id, spec, started, exc, outcome="env_error")
         try:
-            trajectory = await run_episode(
-                env,
-                model,
-                self._tools(task.tools),
-                Limits(**task.limits.model_dump()),
-                seed=spec.seed,
-                config=generate_config(task.generation, spec.model.args),
-                tool_mode=task.tool_mode,
-                system_prompt=task.system_prompt,
-            )
+            async with self.provisioner.episode(task) as (tools, sandbox):
+                trajectory = await run_episode(
+                    env,
+                    model,
+                    tools,
+                    Limits(**task.limits.model_dump()),
+                    seed=spec.seed,
+                    config=generate_config(task.generation, spec.model.args),
+                    tool_mode=task.tool_mode,
+                    system_prompt=task.system_prompt,
+                    sandbox=sandbox,
+                )
+        except GemEvalError as exc:  # no sandbox or tool server: not the model's fault
+            return failed_record(run_id, spec, started, exc, outcome="infra_error")
         finally:
             env.close()
         return to_record(run_id, spec, trajectory, started)
 
-    def check_tools(self, names: list[str]) -> None:
-        """Raise :class:`UserError` for a tool name no factory is known for."""
-        missing = [n for n in names if n not in self.tool_factories]
-        if missing:
-            known = ", ".join(self.tool_factories) or "none yet"
-            raise UserError(f"unknown tool(s) {', '.join(missing)} (available: {known})")
+    def check(self, tasks: list[TaskSpec]) -> None:
+        self.provisioner.check(tasks)
 
-    def _tools(self, names: list[str]) -> list[Tool]:
-        self.check_tools(names)
-        return [self.tool_factories[n]() for n in names]
+    def describe(self) -> dict[str, Any]:
+        return self.provisioner.describe()
 
     async def aclose(self) -> None:
-        for model in self.models.values():
-            await model.aclose()
-        self.models.clear()
+        try:
+            await self.provisioner.aclose()
+        finally:
+            for model in self.models.values():
+                await model.aclose()
+            self.models.clear()

@@ -21,6 +21,7 @@ from gem_eval._version import __version__
 from gem_eval.errors import UserError
 from gem_eval.records import EpisodeRecord, EpisodeSpec, ModelSpec, RunManifest
 from gem_eval.runner.executor import Executor, LocalExecutor
+from gem_eval.runner.provision import Provisioner
 from gem_eval.runner.runner import Runner, RunSummary
 
 
@@ -34,6 +35,7 @@ class RunOptions:
     overrides: dict[str, Any] = field(default_factory=dict)
     concurrency: int = 64
     max_cost_usd: float | None = None
+    sandbox: str | None = None
 
 
 @dataclass
@@ -144,7 +146,8 @@ async def execute_run(
             stale = True
 
     if executor is None:
-        executor = LocalExecutor(model_factory or default_model_factory)
+        provisioner = Provisioner(manifest.run_id, options.sandbox)
+        executor = LocalExecutor(model_factory or default_model_factory, provisioner)
     # Every episode recorded so far was paid for, superseded ones too.
     spent = sum(r.cost_usd or 0.0 for r in plan.run_dir.records())
     runner = Runner(
@@ -156,7 +159,7 @@ async def execute_run(
         spent_usd=spent,
     )
     try:
-        executor.check_tools(sorted({t for spec in plan.todo for t in spec.task.tools}))
+        executor.check(list({spec.task.id: spec.task for spec in plan.todo}.values()))
         await executor.start(manifest.models)
         summary = await runner.run(plan.todo)
     except BaseException as exc:
@@ -167,6 +170,7 @@ async def execute_run(
         manifest.status = summary.status
     finally:
         await executor.aclose()
+        manifest.resources = executor.describe() or manifest.resources
         if runner.summary.status == "interrupted":
             manifest.status = "interrupted"
         manifest.finished_at = time.time()

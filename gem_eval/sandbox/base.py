@@ -111,7 +111,7 @@ class Sandbox(ABC):
 
     default_concurrency: ClassVar[int] = 4
     output_limit: int = DEFAULT_OUTPUT_LIMIT
-    user: str | None = None
+    user: str = "root"
     workdir: str = "/"
 
     @abstractmethod

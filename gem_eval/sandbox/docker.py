@@ -11,7 +11,6 @@ found and removed.
 
 from __future__ import annotations
 
-import asyncio
 import io
 import os
 import shlex
@@ -242,9 +241,7 @@ class DockerSandbox(Sandbox):
             raise SandboxError(f"creating {path}: {result.stderr.strip()}")
 
 
-def _pump(
-    api: Any, exec_id: str, out: OutputCap, err: OutputCap, deadline: float | None
-) -> bool:
+def _pump(api: Any, exec_id: str, out: OutputCap, err: OutputCap, deadline: float | None) -> bool:
     """Read an exec's output into the caps (in a Docker thread); True when stuck past
     ``deadline`` (the in-container timeout failed to end it)."""
     stream = api.exec_start(exec_id, stream=True, demux=True)
@@ -266,4 +263,3 @@ def _tar_one(name: str, payload: bytes, mode: int) -> bytes:
         info.size, info.mode, info.mtime = len(payload), mode, int(time.time())
         tar.addfile(info, io.BytesIO(payload))
     return buffer.getvalue()
-

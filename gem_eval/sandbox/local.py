@@ -16,6 +16,7 @@ explicitly.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import resource
 import shutil
@@ -267,7 +268,5 @@ async def _drain(stream: asyncio.StreamReader, cap: OutputCap) -> None:
 
 
 def _kill_group(pid: int) -> None:
-    try:
+    with contextlib.suppress(ProcessLookupError):
         os.killpg(pid, signal.SIGKILL)
-    except ProcessLookupError:
-        pass

@@ -24,7 +24,7 @@ from typing import Any, TypeVar
 import yaml
 from pydantic import BaseModel, ValidationError
 
-from gem_eval.errors import RegistrationError, UnknownEnvError, did_you_mean
+from gem_eval.errors import RegistrationError, UnknownEnvError, UserError, did_you_mean
 from gem_eval.records import TaskSpec
 from gem_eval.registration import accepted_kwargs, spec
 from gem_eval.suites.datasets import DatasetError, Row, dataset_format, load_rows
@@ -278,6 +278,8 @@ def _resolve(
             task_id = source.path if dataset_format(source) == "hf" else Path(source.path).stem
     spec_values = {k: merged[k] for k in TaskSpec.model_fields if k in merged}
     spec_values.update(id=task_id, env_id=env_spec.id, env_kwargs=args)
+    if "tools" in merged:
+        spec_values["tools"] = _check_tools(layers, merged["tools"])
     samples = merged.get("samples", 1)
     if rows is not None:
         samples = min(samples, len(rows)) if "samples" in merged else len(rows)
@@ -302,6 +304,42 @@ def _check_env_builds(env_id: str, args: dict[str, Any], layers: Sequence[_Layer
     except EnvArgumentError as exc:
         doc, loc = _origin(layers, "args")
         raise doc.error(loc, str(exc)) from None
+
+
+def _check_tools(layers: Sequence[_Layer], entries: list[Any]) -> list[dict[str, Any]]:
+    """Each ``tools:`` entry as ``{name, settings}``, its kit built once to check it.
+
+    Relative paths in settings (a corpus, a server script) are made absolute against the
+    file that names them, then the repo root, so a run works from any directory.
+    """
+    from gem_eval.records import ToolSpec
+    from gem_eval.tools.kit import build_kit
+
+    doc, loc = _origin(layers, "tools")
+    out = []
+    for n, entry in enumerate(entries):
+        if isinstance(entry, dict) and not isinstance(entry.get("name"), str):
+            raise doc.error((*loc, n), "a tool entry needs `name` (e.g. {name: search, ...})")
+        tool = ToolSpec.model_validate(entry)
+        tool.settings = _absolute_paths(tool.settings, [doc.path.parent, REPO_ROOT])
+        try:
+            build_kit(tool.name, tool.settings)
+        except UserError as exc:
+            raise doc.error((*loc, n), str(exc)) from None
+        out.append(tool.model_dump())
+    return out
+
+
+def _absolute_paths(value: Any, bases: Sequence[Path]) -> Any:
+    if isinstance(value, dict):
+        return {k: _absolute_paths(v, bases) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_absolute_paths(v, bases) for v in value]
+    if isinstance(value, str) and "/" in value and not value.startswith(("/", "-", "http")):
+        for base in bases:
+            if (base / value).exists():
+                return str((base / value).resolve())
+    return value
 
 
 def _find_file(name: str, doc: _Doc, loc: Loc) -> Path:

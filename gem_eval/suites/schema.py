@@ -32,7 +32,7 @@ from typing import Any, Literal, Union, get_args, get_origin
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from gem_eval.errors import UserError, did_you_mean
-from gem_eval.records import Scorer
+from gem_eval.records import SandboxSpec, Scorer
 
 Loc = tuple[str | int, ...]
 """A path into a YAML document: mapping keys and list indices."""
@@ -107,10 +107,21 @@ class Dataset(_Strict):
     fields: dict[str, str] | None = None
 
 
-class TaskFields(_Strict):
-    """The keys a task sets and the suite's ``defaults`` default."""
+class Sandbox(SandboxSpec):
+    """``sandbox:`` (see :class:`gem_eval.records.SandboxSpec`)."""
 
-    tools: list[str] = Field(default_factory=list)
+    model_config = ConfigDict(extra="forbid", strict=True)
+
+
+class TaskFields(_Strict):
+    """The keys a task sets and the suite's ``defaults`` default.
+
+    ``tools`` entries are a tool name or ``{name: NAME, setting: value, ...}``; the
+    loader checks the names and settings.
+    """
+
+    tools: list[str | dict[str, Any]] = Field(default_factory=list)
+    sandbox: Sandbox | None = None
     tool_mode: Literal["native", "text"] = "native"
     limits: Limits = Field(default_factory=Limits)
     epochs: int = Field(default=1, ge=1)

@@ -23,7 +23,7 @@ from gem_eval.records import EpisodeSpec, ModelSpec, TaskSpec
 from gem_eval.suites.datasets import Row
 from gem_eval.suites.schema import SuiteError, TaskFields, describe, format_loc
 
-_MERGED_KEYS = ("limits", "generation", "args")
+_MERGED_KEYS = ("limits", "generation", "args", "sandbox")
 
 
 def merge_layers(layers: Sequence[dict[str, Any]]) -> dict[str, Any]:

@@ -11,7 +11,7 @@ and the agent is told that variables are gone.
 from __future__ import annotations
 
 import shlex
-from typing import Any, ClassVar
+from typing import Any
 
 from gem_eval.errors import SandboxError
 from gem_eval.sandbox.base import DEFAULT_OUTPUT_LIMIT, Sandbox
@@ -49,7 +49,7 @@ class BashSession(Session):
         marker = self.marker.decode()
         return (
             f"eval {ansi_c_quote(request)} </dev/null 2>&1\n"
-            f"printf '\\n{marker} %s %s\\n' \"$?\" \"$PWD\"\n"
+            f'printf \'\\n{marker} %s %s\\n\' "$?" "$PWD"\n'
         ).encode()
 
     async def on_start(self) -> None:
@@ -75,7 +75,7 @@ class BashTool(Tool):
         "Run a bash command in a persistent shell (the working directory and exported "
         "variables persist between calls). Returns the output and the exit code."
     )
-    parameters: ClassVar[dict[str, Any]] = {
+    parameters: dict[str, Any] = {  # noqa: RUF012 - read-only, an instance field in Tool
         "type": "object",
         "properties": {"command": {"type": "string", "description": "The command to run."}},
         "required": ["command"],

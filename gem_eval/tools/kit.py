@@ -7,11 +7,12 @@ A task lists tools by name, each with optional settings::
       - {name: search, corpus: tasks/data/search/corpus.jsonl, k: 3}
       - {name: mcp, servers: [{name: fs, command: npx, args: [...]}]}
 
-Each entry names a :class:`ToolKit`. A kit is built from the entry's settings (bad
-settings fail before the run, as one line), opened for an episode with that episode's
-sandbox (returning the tools it offers: one for ``python``, one per server tool for
-``mcp``) and closed after it. A kit with ``shared = True`` is opened once per run and
-serves every episode (an MCP server shared by the run).
+Each entry names a :class:`ToolKit`. A kit is built once per run from the entry's
+settings (bad settings fail before the run, as one line). For each episode it is opened
+with that episode's sandbox, returning the tools it offers (one for ``python``, one per
+server tool for ``mcp``), and released after it; ``aclose`` ends the run. What lives for
+an episode (an interpreter, a per-episode MCP server) dies in ``release``; what a kit
+shares across the run (an index, a shared MCP server) dies in ``aclose``.
 """
 
 from __future__ import annotations
@@ -43,18 +44,22 @@ class ToolKit(ABC):
 
     Attributes:
         needs_sandbox: The tools run inside the episode's sandbox.
-        shared: One opened kit serves the whole run (see the module docstring).
     """
 
     needs_sandbox: ClassVar[bool] = False
-    shared: bool = False
 
     @abstractmethod
     async def open(self, sandbox: Sandbox | None) -> list[Tool]:
         """The tools for an episode (``sandbox`` is ``None`` unless ``needs_sandbox``)."""
 
+    async def release(self, tools: list[Tool]) -> None:
+        """End an episode: release what ``open`` started for it (by default, close each
+        tool)."""
+        for tool in tools:
+            await tool.aclose()
+
     async def aclose(self) -> None:  # noqa: B027 - optional hook
-        """Release what ``open`` started (server processes, connections)."""
+        """End the run: release what the kit shares across episodes."""
 
     def describe(self) -> dict[str, Any]:
         """What the run manifest records (e.g. MCP server names and versions)."""

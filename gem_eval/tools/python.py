@@ -10,7 +10,7 @@ restarted, and the agent is told its variables are gone.
 from __future__ import annotations
 
 import json
-from typing import Any, ClassVar
+from typing import Any
 
 from gem_eval.errors import SandboxError
 from gem_eval.sandbox.base import DEFAULT_OUTPUT_LIMIT, Sandbox
@@ -88,7 +88,7 @@ class PythonTool(Tool):
         "Run Python code in a persistent interpreter (variables and imports survive "
         "between calls). Returns what the code prints and the value of a final expression."
     )
-    parameters: ClassVar[dict[str, Any]] = {
+    parameters: dict[str, Any] = {  # noqa: RUF012 - read-only, an instance field in Tool
         "type": "object",
         "properties": {"code": {"type": "string", "description": "Python code to run."}},
         "required": ["code"],

@@ -13,6 +13,7 @@ from gem_eval.agent import Limits, Redactor, run_episode
 from gem_eval.errors import ModelCallError
 from gem_eval.models import GenerateConfig, Message, ModelOutput, ScriptedModel, Usage, tool_call
 from gem_eval.models.base import Model, ToolSchema
+from gem_eval.sandbox import Sandbox
 from gem_eval.tools import Tool, ToolResult
 from tests.fakes import FakeEnv
 
@@ -29,7 +30,7 @@ class Add(Tool):
         "required": ["a", "b"],
     }
 
-    async def call(self, args: dict[str, Any]) -> ToolResult:
+    async def call(self, args: dict[str, Any], sandbox: Sandbox | None = None) -> ToolResult:
         return ToolResult(output=str(args["a"] + args["b"]))
 
 
@@ -46,7 +47,7 @@ class Calc(Tool):
     text_tag = "calc"
     text_argument = "expression"
 
-    async def call(self, args: dict[str, Any]) -> ToolResult:
+    async def call(self, args: dict[str, Any], sandbox: Sandbox | None = None) -> ToolResult:
         return ToolResult(output=str(sum(int(x) for x in args["expression"].split("+"))))
 
 
@@ -149,7 +150,7 @@ def test_malformed_text_calls_go_back_to_the_model(text: str, error: str) -> Non
 
 
 class Crashing(Add):
-    async def call(self, args: dict[str, Any]) -> ToolResult:
+    async def call(self, args: dict[str, Any], sandbox: Sandbox | None = None) -> ToolResult:
         raise ZeroDivisionError("division by zero")
 
 

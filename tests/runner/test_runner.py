@@ -147,8 +147,9 @@ def test_unknown_tools_are_a_user_error() -> None:
     from gem_eval.errors import UserError
 
     executor = LocalExecutor(lambda spec: ScriptedModel(["x"]))
-    with pytest.raises(UserError, match="unknown tool"):
-        executor.check_tools(["nope"])
+    task = TaskSpec(id="t", env_id="game:GuessTheNumber-v0", tools=["pyhton"])
+    with pytest.raises(UserError, match=r"unknown tool 'pyhton'.*Did you mean: python"):
+        executor.check([task])
 
 
 def test_a_failing_sink_stops_the_run_and_raises() -> None:

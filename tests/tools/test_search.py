@@ -262,9 +262,9 @@ def test_corpus_bytes_that_are_not_utf8_are_reported_by_line(tmp_path: Path) -> 
 
 def test_a_missing_corpus_names_its_path(tmp_path: Path) -> None:
     missing = tmp_path / "nope.jsonl"
-    with pytest.raises(UserError, match="search corpus not found: .*nope.jsonl"):
+    with pytest.raises(UserError, match=r"search corpus not found: .*nope\.jsonl"):
         BM25Backend(missing, cache_dir=tmp_path)
-    with pytest.raises(UserError, match="nope.jsonl"):
+    with pytest.raises(UserError, match=r"nope\.jsonl"):
         build_kit("search", {"corpus": str(missing), "cache_dir": str(tmp_path)})
 
 
@@ -382,7 +382,9 @@ class _Handler(BaseHTTPRequestHandler):
         self._answer(json.loads(self.rfile.read(length)))
 
     def _answer(self, body: Any) -> None:
-        self.server.requests.append({"path": self.path, "headers": dict(self.headers), "body": body})
+        self.server.requests.append(
+            {"path": self.path, "headers": dict(self.headers), "body": body}
+        )
         route = self.path.split("?")[0]
         if route == "/fail":
             return self._send(500, b'{"error": "boom"}')
@@ -506,7 +508,9 @@ def test_an_unreachable_search_api_is_an_error_result() -> None:
 def test_a_missing_key_variable_is_a_user_error(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("NO_SUCH_SEARCH_KEY", raising=False)
     with pytest.raises(MissingAPIKeyError, match="NO_SUCH_SEARCH_KEY"):
-        build_kit("search", {"backend": "http", "url": "http://x", "api_key_env": "NO_SUCH_SEARCH_KEY"})
+        build_kit(
+            "search", {"backend": "http", "url": "http://x", "api_key_env": "NO_SUCH_SEARCH_KEY"}
+        )
 
 
 # --- In an episode -----------------------------------------------------------------------

@@ -32,10 +32,11 @@ MAX_TERMS = 32
 
 _WORD = re.compile(r"\w+")
 _SLUG = re.compile(r"[^A-Za-z0-9_.-]+")
-_STOPWORDS = frozenset(
+_FUNCTION_WORDS = (
     "a an and are as at be by did do does for from had has have how i in is it its of on or"
-    " that the this to was were what when where which who whom whose why will with".split()
+    " that the this to was were what when where which who whom whose why will with"
 )
+_STOPWORDS = frozenset(_FUNCTION_WORDS.split())
 
 _SCHEMA = f"""
 CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -129,7 +130,7 @@ class BM25Backend(SearchBackend):
         self.title_weight = float(title_weight)
         data = self.corpus.read_bytes()
         self.corpus_sha256 = hashlib.sha256(data).hexdigest()
-        settings = {"corpus": self.corpus_sha256, "fields": asdict(self.fields)}
+        settings: dict[str, Any] = {"corpus": self.corpus_sha256, "fields": asdict(self.fields)}
         settings.update(version=INDEX_VERSION, tokenizer=TOKENIZER)
         key = hashlib.sha256(json.dumps(settings, sort_keys=True).encode()).hexdigest()[:20]
         cache = Path(cache_dir) if cache_dir is not None else default_cache_dir()

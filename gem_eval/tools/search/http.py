@@ -14,8 +14,8 @@ Failures (an HTTP error status, a timeout, a reply that is not JSON) raise
 from __future__ import annotations
 
 import asyncio
-import json
 import http.client
+import json
 import os
 import urllib.error
 import urllib.parse

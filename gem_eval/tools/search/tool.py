@@ -75,9 +75,11 @@ class SearchTool(Tool):
             hits = await self.backend.search(query, k)
         except SearchError as exc:
             metadata = {} if exc.status is None else {"status": exc.status}
-            return ToolResult(output=f"Error: search failed: {exc}", is_error=True, metadata=metadata)
-        metadata = {"hits": [{"id": h.id, "score": h.score} for h in hits]}
-        return ToolResult(output=self.render(hits), metadata=metadata)
+            return ToolResult(
+                output=f"Error: search failed: {exc}", is_error=True, metadata=metadata
+            )
+        found = [{"id": hit.id, "score": hit.score} for hit in hits]
+        return ToolResult(output=self.render(hits), metadata={"hits": found})
 
     def render(self, hits: list[Hit]) -> str:
         """The results as the model sees them."""

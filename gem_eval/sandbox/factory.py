@@ -1,0 +1,72 @@
+"""Sandboxes from a task's ``sandbox:`` settings, and the check that they can be made."""
+
+from __future__ import annotations
+
+import shutil
+
+from gem_eval.errors import SandboxUnavailableError
+from gem_eval.records import SandboxSpec
+from gem_eval.sandbox.base import Sandbox
+
+
+def make_sandbox(spec: SandboxSpec, run_id: str | None = None) -> Sandbox:
+    """An unstarted sandbox as ``spec`` describes (``type: none`` is not a sandbox)."""
+    if spec.type == "docker":
+        from gem_eval.sandbox.docker import DockerSandbox
+        from gem_eval.sandbox.images import BASE_IMAGE
+
+        return DockerSandbox(
+            spec.image or BASE_IMAGE,
+            user=spec.user,
+            workdir=spec.workdir,
+            network=spec.network,
+            memory=spec.memory,
+            cpus=spec.cpus,
+            pids=spec.pids,
+            run_id=run_id,
+            output_limit=spec.output_limit,
+        )
+    if spec.type == "local":
+        from gem_eval.sandbox.local import LocalSandbox
+
+        return LocalSandbox(
+            unsafe=spec.unsafe,
+            memory_mb=_megabytes(spec.memory),
+            workdir=spec.workdir,
+            output_limit=spec.output_limit,
+        )
+    raise ValueError(f"sandbox type {spec.type!r} makes no sandbox")
+
+
+def check_available(spec: SandboxSpec) -> None:
+    """Raise :class:`SandboxUnavailableError` (one line) when ``spec`` cannot work here:
+    no Docker SDK, engine or image; no bubblewrap."""
+    if spec.type == "docker":
+        from docker import errors
+
+        from gem_eval.sandbox import docker_client
+        from gem_eval.sandbox.images import BASE_IMAGE
+
+        image = spec.image or BASE_IMAGE
+        try:
+            docker_client.client().images.get(image)
+        except errors.ImageNotFound:
+            hint = (
+                "build it with `gem-eval sandbox build-base`"
+                if image == BASE_IMAGE
+                else "build or load it first (no registry is used)"
+            )
+            raise SandboxUnavailableError(f"Docker image {image!r} not found: {hint}") from None
+    elif spec.type == "local" and not spec.unsafe and shutil.which("bwrap") is None:
+        raise SandboxUnavailableError(
+            "bubblewrap (bwrap) is not installed: apt-get install bubblewrap, or set "
+            "sandbox: {type: local, unsafe: true} (no isolation)"
+        )
+
+
+def _megabytes(size: str) -> int:
+    units = {"k": 1 / 1024, "m": 1, "g": 1024}
+    text = size.strip().lower().rstrip("b")
+    if text and text[-1] in units:
+        return int(float(text[:-1]) * units[text[-1]])
+    return int(int(text) / (1024 * 1024))
