@@ -12,6 +12,7 @@ from gem_eval.cli.play import play
 from gem_eval.cli.report import compare, gate, leaderboard
 from gem_eval.cli.results import results_app
 from gem_eval.cli.run import run
+from gem_eval.cli.sandbox import sandbox_app
 from gem_eval.cli.suites import suites_app
 
 app = typer.Typer(
@@ -29,6 +30,7 @@ app.command()(play)
 app.add_typer(envs_app, name="envs")
 app.add_typer(suites_app, name="suites")
 app.add_typer(results_app, name="results")
+app.add_typer(sandbox_app, name="sandbox")
 
 
 def _print_version(value: bool) -> None:

@@ -48,6 +48,13 @@ def run(
     timeout: Annotated[
         float | None, typer.Option(help="Seconds per model call (default 120).")
     ] = None,
+    sandbox: Annotated[
+        str | None,
+        typer.Option(
+            help="Where tools run, for every task: docker, local (bubblewrap) or "
+            "local-unsafe (no isolation)."
+        ),
+    ] = None,
     results_dir: ResultsDir = DEFAULT_RESULTS_DIR,
     quiet: Annotated[
         bool,
@@ -67,6 +74,8 @@ def run(
     from gem_eval.records import ModelSpec
     from gem_eval.runner.session import RunOptions, execute_run, plan_run
 
+    if sandbox not in (None, "docker", "local", "local-unsafe"):
+        raise UserError(f"unknown sandbox {sandbox!r}: choose docker, local or local-unsafe")
     if model_backend not in ("litellm", "openai"):
         raise UserError(f"unknown model backend {model_backend!r}: choose litellm or openai")
     overrides: dict[str, Any] = {}
@@ -91,6 +100,7 @@ def run(
         overrides=overrides,
         concurrency=concurrency,
         max_cost_usd=max_cost,
+        sandbox=sandbox,
     )
     if resume is not None:
         shaping = {
@@ -101,6 +111,7 @@ def run(
             "--seed": seed,
             "--max-turns": max_turns,
             "--max-cost": max_cost,
+            "--sandbox": sandbox,
         }
         given = [flag for flag, value in shaping.items() if value]
         if given:

@@ -5,6 +5,6 @@ from __future__ import annotations
 from gem_eval.wrappers.chat_history import ChatHistory
 from gem_eval.wrappers.episode_stats import EpisodeStats, discounted_return
 from gem_eval.wrappers.max_turns import MaxTurns
-from gem_eval.wrappers.tool_env import ActionTool, ToolEnv
+from gem_eval.wrappers.tool_env import ToolEnv
 
-__all__ = ["ActionTool", "ChatHistory", "EpisodeStats", "MaxTurns", "ToolEnv", "discounted_return"]
+__all__ = ["ChatHistory", "EpisodeStats", "MaxTurns", "ToolEnv", "discounted_return"]

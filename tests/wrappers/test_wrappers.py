@@ -1,11 +1,14 @@
 from __future__ import annotations
 
+import asyncio
 import json
-from typing import Any
+from typing import Any, ClassVar
 
 import pytest
 
 from gem_eval import make
+from gem_eval.sandbox import Sandbox
+from gem_eval.tools import Tool, ToolResult
 from gem_eval.wrappers import ChatHistory, EpisodeStats, MaxTurns, ToolEnv, discounted_return
 from tests.fakes import FakeEnv, run_to_end
 
@@ -95,37 +98,78 @@ def test_chat_history_keeps_openai_messages() -> None:
     assert len(env.messages) == 2
 
 
-class Calculator:
-    """A tool called as ``<calc>{"a": 1, "b": 2}</calc>``; adds a and b."""
+class Calculator(Tool):
+    """Adds a and b; called as ``<tool_call>{"name": "calc", ...}</tool_call>``."""
 
     name = "calc"
+    description = "Add two integers."
+    parameters: ClassVar[dict[str, Any]] = {
+        "type": "object",
+        "properties": {"a": {"type": "integer"}, "b": {"type": "integer"}},
+        "required": ["a", "b"],
+    }
 
-    def parse(self, action: str) -> Any | None:
-        if action.startswith("<calc>") and action.endswith("</calc>"):
-            return json.loads(action[6:-7])
-        return None
+    def __init__(self) -> None:
+        self.closed = False
 
-    def execute(self, call: Any) -> str:
-        return str(call["a"] + call["b"])
+    async def call(self, args: dict[str, Any], sandbox: Sandbox | None = None) -> ToolResult:
+        if args["a"] < 0:
+            raise ValueError("negative")
+        return ToolResult(output=str(args["a"] + args["b"]))
+
+    async def aclose(self) -> None:
+        self.closed = True
+
+
+def calc(a: int, b: int | None = None) -> str:
+    args = {"a": a} if b is None else {"a": a, "b": b}
+    return "<tool_call>" + json.dumps({"name": "calc", "arguments": args}) + "</tool_call>"
 
 
 def test_tool_env_routes_tool_calls_and_passes_answers_through() -> None:
     inner = FakeEnv(length=1)
-    env = ToolEnv(inner, [Calculator()], max_tool_uses=2, tool_reward=0.05)
+    tool = Calculator()
+    env = ToolEnv(inner, [tool], max_tool_uses=3, tool_reward=0.05)
     env.reset(0)
-    obs, reward, term, trunc, info = env.step('<calc>{"a": 2, "b": 3}</calc>')
-    assert (obs, reward, term, trunc) == ("5", 0.05, False, False)
-    assert info == {"tool": "calc", "tool_uses": {"calc": 1}}
+    obs, reward, term, trunc, info = env.step(f"let me add {calc(2, 3)}")
+    assert (reward, term, trunc) == (0.05, False, False)
+    assert obs == '<tool_response name="calc">\n5\n</tool_response>'
+    assert info == {"tool_calls": ["calc"], "tool_errors": [], "tool_uses": {"calc": 1}}
     assert inner.k == 0  # the env never saw the tool call
 
-    obs, reward, *_, info = env.step('<calc>{"a": 2}</calc>')
-    assert obs == "Tool error: KeyError: 'b'" and reward == 0.0
-    assert info["tool_error"] == "KeyError: 'b'"
+    obs, reward, *_, info = env.step(calc(2))  # a bad call: shown, not rewarded
+    assert "missing required argument(s): b" in obs and reward == 0.0
+    assert info["tool_errors"] and info["tool_uses"] == {"calc": 2}
 
-    obs, reward, *_, info = env.step('<calc>{"a": 1, "b": 1}</calc>')
-    assert obs.startswith("Tool limit reached (2 calls)") and info["tool_error"] == "limit"
+    obs, reward, *_, info = env.step(calc(-1, 1))  # the tool raises: shown to the agent
+    assert "the tool failed: ValueError: negative" in obs and reward == 0.0
+
+    obs, reward, *_, info = env.step(calc(1, 1))
+    assert obs.startswith("Tool limit reached (3 calls)") and info["tool_errors"] == ["limit"]
 
     obs, reward, term, *_ = env.step("final answer")
     assert (obs, reward, term) == ("final answer@1", 1.0, True)
     env.reset()
     assert env.total_tool_uses == 0
+    env.close()
+    assert tool.closed
+
+
+@pytest.mark.bwrap
+def test_tool_env_runs_python_in_a_sandbox_through_astep() -> None:
+    from gem_eval.sandbox.local import LocalSandbox
+    from gem_eval.tools.python import PythonTool
+
+    async def play() -> list[str]:
+        async with LocalSandbox() as sandbox:
+            tool = PythonTool()
+            env = ToolEnv(FakeEnv(length=1), [tool], sandbox=sandbox)
+            await env.areset(0)
+            first, *_ = await env.astep("<python>x = 6 * 7</python>")
+            second, *_ = await env.astep("<python>x</python>")
+            await tool.aclose()
+            return [first, second]
+
+    first, second = asyncio.run(play())
+    assert "(no output)" in first
+    assert second == '<tool_response name="python">\n42\n</tool_response>'
