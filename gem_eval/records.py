@@ -83,6 +83,8 @@ class SandboxSpec(BaseModel):
         type: ``docker`` (a container per episode), ``local`` (bubblewrap on this
             machine) or ``none``.
         image: Docker image (default: the base image of ``gem-eval sandbox build-base``).
+        build: A directory with a ``Dockerfile`` to build the image from (cached by its
+            content; ``FROM`` must name a local image).
         network: Allow network access (off by default).
         memory: Memory limit, e.g. ``1g``.
         cpus: CPU limit.
@@ -98,6 +100,7 @@ class SandboxSpec(BaseModel):
 
     type: Literal["docker", "local", "none"] = "docker"
     image: str | None = None
+    build: str | None = None
     network: bool = False
     memory: str = "1g"
     cpus: float = Field(default=1.0, gt=0)

@@ -16,7 +16,7 @@ from typing import Any
 
 from gem_eval.records import SandboxSpec, TaskSpec, ToolSpec
 from gem_eval.sandbox.base import Sandbox
-from gem_eval.sandbox.factory import check_available, make_sandbox
+from gem_eval.sandbox.factory import check_available, make_sandbox, resolve_image
 from gem_eval.sandbox.pool import SandboxPool
 from gem_eval.tools.base import Tool
 from gem_eval.tools.kit import ToolKit, build_kit
@@ -37,6 +37,7 @@ class Provisioner:
         self._task_sandboxes: dict[str, Sandbox] = {}
         self._task_locks: dict[str, asyncio.Lock] = {}
         self._kits: dict[str, ToolKit] = {}
+        self._built: dict[str, SandboxSpec] = {}
         self._described: dict[str, Any] = {"sandboxes": {}, "tools": {}}
 
     def kit(self, spec: ToolSpec) -> ToolKit:
@@ -57,7 +58,14 @@ class Provisioner:
         if self.sandbox_type is not None:
             kind, _, flavour = self.sandbox_type.partition("-")
             spec = spec.model_copy(update={"type": kind, "unsafe": flavour == "unsafe"})
-        return None if spec.type == "none" else spec
+        if spec.type == "none":
+            return None
+        if spec.build is not None:  # built once per run (and cached by content)
+            key = spec.model_dump_json()
+            if key not in self._built:
+                self._built[key] = resolve_image(spec)
+            spec = self._built[key]
+        return spec
 
     def check(self, tasks: list[TaskSpec]) -> None:
         """Raise ``UserError`` before the run for tools or sandboxes that cannot work."""

@@ -11,6 +11,8 @@ found and removed.
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import io
 import os
 import shlex
@@ -24,6 +26,9 @@ from gem_eval.sandbox.base import DEFAULT_OUTPUT_LIMIT, ExecResult, OutputCap, S
 from gem_eval.sandbox.docker_process import DockerProcess
 from gem_eval.sandbox.images import BASE_IMAGE
 
+PREPARED_LABEL = "gem-eval.prepared"
+"""Image label ``USER:WORKDIR``: the image has that user and work directory (owned by it)."""
+_IMAGE_LABELS: dict[str, dict[str, str]] = {}
 _KILL_GRACE_S = 2
 _SAFETY_MARGIN_S = 10
 
@@ -78,30 +83,51 @@ class DockerSandbox(Sandbox):
     async def start(self) -> None:
         docker = docker_client.client()
         labels = cleanup.labels(self.run_id)
-        self.container = await docker_client.call(
-            f"starting a container from {self.image}",
-            docker.containers.run,
-            self.image,
-            entrypoint=["sleep", "infinity"],
-            command=[],
-            detach=True,
-            init=True,
-            user="root",
-            working_dir="/",
-            network_mode="bridge" if self.network else "none",
-            mem_limit=self.memory,
-            memswap_limit=self.memory,
-            nano_cpus=int(self.cpus * 1e9),
-            pids_limit=self.pids,
-            security_opt=["no-new-privileges"],
-            environment=self.env,
-            labels=labels,
+        made = asyncio.ensure_future(
+            docker_client.call(
+                f"starting a container from {self.image}",
+                docker.containers.run,
+                self.image,
+                entrypoint=["sleep", "infinity"],
+                command=[],
+                detach=True,
+                init=True,
+                user="root",
+                working_dir="/",
+                network_mode="bridge" if self.network else "none",
+                mem_limit=self.memory,
+                memswap_limit=self.memory,
+                nano_cpus=int(self.cpus * 1e9),
+                pids_limit=self.pids,
+                security_opt=["no-new-privileges"],
+                environment=self.env,
+                labels=labels,
+            )
         )
+        try:
+            self.container = await asyncio.shield(made)
+        except asyncio.CancelledError:  # Ctrl-C while Docker makes it: remove it once made
+            with contextlib.suppress(Exception):
+                self.container = await made
+            await self.close()
+            raise
         cleanup.track(self.container.id)
         if self._closed:  # closed while starting (Ctrl-C): do not leave it behind
             await self.close()
             return
-        await self._prepare()
+        if not await self._image_is_prepared():
+            await self._prepare()
+
+    async def _image_is_prepared(self) -> bool:
+        """True when the image already has the user and work directory (the base image
+        and images built from it say so in a label), saving an exec per container."""
+        if self.image not in _IMAGE_LABELS:
+            image = await docker_client.call(
+                f"inspecting {self.image}", docker_client.client().images.get, self.image
+            )
+            _IMAGE_LABELS[self.image] = dict(image.labels or {})
+        labels = _IMAGE_LABELS[self.image]
+        return labels.get(PREPARED_LABEL) == f"{self.user}:{self.workdir}"
 
     async def _prepare(self) -> None:
         """Make sure the user and the work directory exist (one exec)."""

@@ -101,6 +101,7 @@ class DockerProcess(SandboxProcess):
             chunk = b""
         if not chunk:
             self._eof = True
+            await self._check_container()
         self._frames += chunk
         while len(self._frames) >= _HEADER.size:
             _, size = _HEADER.unpack_from(self._frames)
@@ -108,6 +109,18 @@ class DockerProcess(SandboxProcess):
                 break
             self._ready += self._frames[_HEADER.size : _HEADER.size + size]
             del self._frames[: _HEADER.size + size]
+
+    async def _check_container(self) -> None:
+        """At the end of the output: a container that died is an infrastructure failure
+        (:class:`SandboxError`), not a process that ended (a session would restart it)."""
+        container = self.sandbox.container
+        if container is None:
+            raise SandboxError("a process in a container: the sandbox was closed")
+        await docker_client.call("checking a container", container.reload)
+        if container.status != "running":
+            raise SandboxError(
+                f"a process in a container: the container stopped ({container.status})"
+            )
 
     async def _read_line(self) -> bytes:
         while b"\n" not in self._ready and not self._eof:

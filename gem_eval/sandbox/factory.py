@@ -38,6 +38,17 @@ def make_sandbox(spec: SandboxSpec, run_id: str | None = None) -> Sandbox:
     raise ValueError(f"sandbox type {spec.type!r} makes no sandbox")
 
 
+def resolve_image(spec: SandboxSpec) -> SandboxSpec:
+    """``spec`` with ``build`` done: the image built (or found cached) and named."""
+    if spec.type != "docker" or spec.build is None:
+        return spec
+    from pathlib import Path
+
+    from gem_eval.sandbox.images import build_image
+
+    return spec.model_copy(update={"image": build_image(Path(spec.build)), "build": None})
+
+
 def check_available(spec: SandboxSpec) -> None:
     """Raise :class:`SandboxUnavailableError` (one line) when ``spec`` cannot work here:
     no Docker SDK, engine or image; no bubblewrap."""

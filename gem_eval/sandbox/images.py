@@ -26,7 +26,7 @@ BASE_IMAGE = "gem-eval/base:bookworm"
 PACKAGES = ("python3", "procps")
 SUITE = "bookworm"
 DEFAULT_MIRROR = "http://deb.debian.org/debian"
-_RECIPE = f"{SUITE} minbase {' '.join(PACKAGES)} user=agent:1000 workdir=/workspace v1"
+_RECIPE = f"{SUITE} minbase {' '.join(PACKAGES)} user=agent:1000 workdir=/workspace v2"
 RECIPE_HASH = hashlib.sha256(_RECIPE.encode()).hexdigest()[:12]
 RECIPE_LABEL = "gem-eval.recipe"
 
@@ -125,7 +125,7 @@ def _build(tag: str, mirror: str, log: Callable[[str], None]) -> None:
                 'CMD ["/bin/bash"]',
                 "WORKDIR /workspace",
                 "ENV LANG=C.UTF-8",
-                f"LABEL {RECIPE_LABEL}={RECIPE_HASH} gem-eval.user=agent",
+                f"LABEL {RECIPE_LABEL}={RECIPE_HASH} gem-eval.prepared=agent:/workspace",
             ],
         )
 
@@ -135,3 +135,45 @@ def _run(argv: list[str | Path]) -> None:
     if done.returncode != 0:
         tail = (done.stderr or done.stdout).strip().splitlines()[-3:]
         raise SandboxUnavailableError(f"{argv[0]} failed: {' / '.join(tail)}")
+
+
+BUILT_REPOSITORY = "gem-eval/task"
+
+
+def context_hash(context: Path, dockerfile: str = "Dockerfile") -> str:
+    """A hash of a build context's files (names, modes, bytes) and the Dockerfile name."""
+    digest = hashlib.sha256(dockerfile.encode())
+    for path in sorted(p for p in context.rglob("*") if p.is_file()):
+        digest.update(str(path.relative_to(context)).encode() + b"\0")
+        digest.update(oct(path.stat().st_mode & 0o777).encode() + b"\0")
+        digest.update(path.read_bytes() + b"\0")
+    return digest.hexdigest()[:16]
+
+
+def build_image(
+    context: Path, dockerfile: str = "Dockerfile", log: Callable[[str], None] = lambda _: None
+) -> str:
+    """Build a task's image from its Dockerfile (legacy builder; ``FROM`` must name a
+    local image), cached by the context's content: an unchanged context is not rebuilt.
+    Returns the image tag."""
+    from docker import errors
+
+    if not (context / dockerfile).is_file():
+        raise UserError(f"{context / dockerfile}: no such Dockerfile")
+    tag = f"{BUILT_REPOSITORY}:{context_hash(context, dockerfile)}"
+    docker = docker_client.client()
+    try:
+        docker.images.get(tag)
+        return tag
+    except errors.ImageNotFound:
+        pass
+    log(f"building {tag} from {context / dockerfile}")
+    try:
+        docker.images.build(path=str(context), dockerfile=dockerfile, tag=tag, rm=True)
+    except errors.BuildError as exc:
+        lines = [str(c.get("stream", c.get("error", ""))).strip() for c in exc.build_log]
+        tail = " / ".join(line for line in lines if line)[-400:]
+        raise SandboxUnavailableError(f"building {context / dockerfile} failed: {tail}") from None
+    except errors.APIError as exc:
+        raise docker_client.translate(exc, f"building {context / dockerfile}") from None
+    return tag

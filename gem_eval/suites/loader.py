@@ -280,6 +280,8 @@ def _resolve(
     spec_values.update(id=task_id, env_id=env_spec.id, env_kwargs=args)
     if "tools" in merged:
         spec_values["tools"] = _check_tools(layers, merged["tools"])
+    if (merged.get("sandbox") or {}).get("build"):
+        spec_values["sandbox"] = {**merged["sandbox"], "build": _build_dir(layers)}
     samples = merged.get("samples", 1)
     if rows is not None:
         samples = min(samples, len(rows)) if "samples" in merged else len(rows)
@@ -328,6 +330,27 @@ def _check_tools(layers: Sequence[_Layer], entries: list[Any]) -> list[dict[str,
             raise doc.error((*loc, n), str(exc)) from None
         out.append(tool.model_dump())
     return out
+
+
+def _build_dir(layers: Sequence[_Layer]) -> str:
+    """``sandbox.build`` as an absolute directory holding a Dockerfile."""
+    doc, loc = _origin(layers, "sandbox", "build")
+    name = str(merged_value(layers, "sandbox", "build"))
+    for base in (doc.path.parent, REPO_ROOT, Path.cwd()):
+        if (base / name / "Dockerfile").is_file():
+            return str((base / name).resolve())
+    raise doc.error(loc, f"no Dockerfile in {name!r} (relative to {doc.shown})")
+
+
+def merged_value(layers: Sequence[_Layer], *loc: str) -> Any:
+    """The value the last layer setting ``loc`` gave it."""
+    for layer in reversed(layers):
+        values: Any = layer.values
+        for part in loc:
+            values = values.get(part) if isinstance(values, dict) else None
+        if values is not None:
+            return values
+    return None
 
 
 def _absolute_paths(value: Any, bases: Sequence[Path]) -> Any:

@@ -46,7 +46,10 @@ class ToolKit(ABC):
         needs_sandbox: The tools run inside the episode's sandbox.
     """
 
-    needs_sandbox: ClassVar[bool] = False
+    @property
+    def needs_sandbox(self) -> bool:
+        """The tools run inside the episode's sandbox (a class attribute in most kits)."""
+        return False
 
     @abstractmethod
     async def open(self, sandbox: Sandbox | None) -> list[Tool]:

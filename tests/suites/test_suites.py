@@ -441,6 +441,62 @@ def test_optional_readers_name_what_to_install(
             id="misspelt-tasks",
         ),
         pytest.param("", "bad.yaml:1: a suite file is a mapping", id="empty"),
+        pytest.param(
+            """
+            tasks:
+              - env: game:Wordle-v0-easy
+                tools: [python, pyhton]
+            """,
+            "bad.yaml:3: tasks[0].tools[1]: unknown tool 'pyhton'",
+            id="unknown-tool",
+        ),
+        pytest.param(
+            """
+            tasks:
+              - env: game:Wordle-v0-easy
+                tools:
+                  - {name: python, timeout_s: -1}
+            """,
+            "bad.yaml:4: tasks[0].tools[0]: tool 'python': timeout_s must be positive",
+            id="bad-tool-setting",
+        ),
+        pytest.param(
+            """
+            tasks:
+              - env: game:Wordle-v0-easy
+                tools:
+                  - {name: search, corpus: nowhere.jsonl}
+            """,
+            "bad.yaml:4: tasks[0].tools[0]:",
+            id="missing-corpus",
+        ),
+        pytest.param(
+            """
+            tasks:
+              - env: game:Wordle-v0-easy
+                sandbox: {type: docker, memroy: 1g}
+            """,
+            "bad.yaml:3: tasks[0].sandbox.memroy: unknown key. Did you mean: memory?",
+            id="sandbox-typo",
+        ),
+        pytest.param(
+            """
+            tasks:
+              - env: game:Wordle-v0-easy
+                sandbox: {type: podman}
+            """,
+            "bad.yaml:3: tasks[0].sandbox.type: Input should be 'docker', 'local' or 'none'",
+            id="sandbox-type",
+        ),
+        pytest.param(
+            """
+            tasks:
+              - env: game:Wordle-v0-easy
+                sandbox: {build: no-such-dir}
+            """,
+            "bad.yaml:3: tasks[0].sandbox.build: no Dockerfile in 'no-such-dir'",
+            id="sandbox-build-dir",
+        ),
     ],
 )
 def test_bad_suite_files_give_one_line_with_file_line_and_field(
@@ -524,3 +580,25 @@ def test_a_recursive_alias_is_a_one_line_error(tmp_path: Path) -> None:
     bad.write_text("name: x\ntasks: &a [*a]\n")
     with pytest.raises(SuiteError, match="recursive alias"):
         load_suite(bad)
+
+
+def test_tools_and_sandbox_settings_load_and_merge(tmp_path: Path) -> None:
+    write(tmp_path / "docs" / "corpus.jsonl", '{"title": "T", "text": "some text"}\n')
+    suite = load_text(
+        tmp_path,
+        """
+        defaults:
+          sandbox: {type: docker, memory: 512m}
+        tasks:
+          - env: game:Wordle-v0-easy
+            tools: [python, {name: search, corpus: docs/corpus.jsonl, k: 2}]
+            sandbox: {pids: 64}
+        """,
+    )
+    spec = suite.tasks[0].spec
+    assert [t.name for t in spec.tools] == ["python", "search"]
+    assert spec.tools[0].settings == {}
+    # a relative path is made absolute against the suite file
+    assert spec.tools[1].settings == {"corpus": str(tmp_path / "docs" / "corpus.jsonl"), "k": 2}
+    assert spec.sandbox is not None
+    assert (spec.sandbox.type, spec.sandbox.memory, spec.sandbox.pids) == ("docker", "512m", 64)

@@ -1,0 +1,126 @@
+"""Sandbox latency: warm ``exec`` vs the ``docker exec`` CLI, python tool calls, and
+episodes/s with and without the warm pool.
+
+Run: ``.venv/bin/python bench/sandbox_latency.py`` (needs Docker and the base image:
+``gem-eval sandbox build-base``). Prints ratios measured in this one run; these
+machines are noisy, so compare ratios, not absolute times.
+
+* exec: median of N ``DockerSandbox.exec("true")`` in one warm container, against the
+  median of N ``docker exec CONTAINER true`` (the CLI) on the same container.
+* python: median latency of a tool call in a warm interpreter (``x = x + 1``).
+* pool: 64 short episodes, each needing a fresh container (start, two python tool calls
+  with 0.2 s of "model time" before each, remove), 4 at a time; once starting each
+  container on demand, once from a :class:`SandboxPool` that starts them ahead.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import statistics
+import subprocess
+import time
+from collections.abc import Awaitable, Callable
+
+from gem_eval.sandbox.base import Sandbox
+from gem_eval.sandbox.docker import DockerSandbox
+from gem_eval.sandbox.pool import SandboxPool
+from gem_eval.tools.python import PythonTool
+
+N = 30
+EPISODES = 64
+CONCURRENCY = 4
+MODEL_TIME_S = 0.2
+
+
+async def exec_latency(sandbox: DockerSandbox) -> tuple[float, float]:
+    sdk, cli = [], []
+    for _ in range(N):  # interleaved, so both see the same machine load
+        began = time.perf_counter()
+        await sandbox.exec("true")
+        sdk.append(time.perf_counter() - began)
+        began = time.perf_counter()
+        await asyncio.to_thread(
+            subprocess.run, ["docker", "exec", str(sandbox.id), "true"], check=True
+        )
+        cli.append(time.perf_counter() - began)
+    return statistics.median(sdk), statistics.median(cli)
+
+
+async def python_latency(sandbox: DockerSandbox) -> float:
+    tool = PythonTool()
+    await tool.call({"code": "x = 0"}, sandbox)  # starts the interpreter
+    times = []
+    for _ in range(N):
+        began = time.perf_counter()
+        await tool.call({"code": "x = x + 1"}, sandbox)
+        times.append(time.perf_counter() - began)
+    await tool.aclose()
+    return statistics.median(times)
+
+
+async def episode(sandbox: Sandbox) -> None:
+    tool = PythonTool()
+    for code in ("import math", "print(math.sqrt(2))"):
+        await asyncio.sleep(MODEL_TIME_S)  # the model thinking
+        result = await tool.call({"code": code}, sandbox)
+        assert not result.is_error, result.output
+    await tool.aclose()
+
+
+async def run_episodes(
+    acquire: Callable[[], Awaitable[Sandbox]], release: Callable[[Sandbox], Awaitable[None]]
+) -> float:
+    slots = asyncio.Semaphore(CONCURRENCY)
+
+    async def one() -> None:
+        async with slots:
+            sandbox = await acquire()
+            try:
+                await episode(sandbox)
+            finally:
+                await release(sandbox)
+
+    began = time.perf_counter()
+    await asyncio.gather(*(one() for _ in range(EPISODES)))
+    return time.perf_counter() - began
+
+
+async def without_pool() -> float:
+    async def acquire() -> Sandbox:
+        sandbox = DockerSandbox()
+        await sandbox.start()
+        return sandbox
+
+    async def release(sandbox: Sandbox) -> None:
+        await sandbox.close()
+
+    return await run_episodes(acquire, release)
+
+
+async def with_pool() -> float:
+    pool = SandboxPool(DockerSandbox, warm=CONCURRENCY)
+    try:
+        return await run_episodes(pool.acquire, pool.release)
+    finally:
+        await pool.aclose()
+
+
+async def main() -> None:
+    async with DockerSandbox() as sandbox:
+        sdk, cli = await exec_latency(sandbox)
+        python = await python_latency(sandbox)
+    print(
+        f"exec in a warm container: {sdk * 1000:6.1f} ms (SDK)  {cli * 1000:6.1f} ms "
+        f"(docker exec CLI)  ratio cli/sdk = {cli / sdk:.2f}"
+    )
+    print(f"python tool call, warm interpreter: {python * 1000:.1f} ms")
+    bare = await without_pool()
+    pooled = await with_pool()
+    print(f"{EPISODES} episodes needing a fresh container, {CONCURRENCY} at a time:")
+    print(f"  no pool : {bare:5.1f} s  {EPISODES / bare:5.2f} episodes/s")
+    print(f"  pool    : {pooled:5.1f} s  {EPISODES / pooled:5.2f} episodes/s")
+    print(f"  ratio pool/no-pool throughput = {bare / pooled:.2f}")
+
+
+if __name__ == "__main__":
+    asyncio.run(main())
