@@ -124,6 +124,11 @@ def run(
         f"run [bold]{run_id}[/]: suite {plan.manifest.suite}, "
         f"{len(plan.todo)} episodes to play ({sum(plan.done.values())} done) -> {plan.run_dir.path}"
     )
+    if plan.manifest.extra["options"].get("sandbox") == "local-unsafe":
+        render.console.print(
+            "[bold yellow]warning:[/] --sandbox local-unsafe runs the agent's code with NO "
+            "isolation (your files, your network)"
+        )
     progress.start(dict(plan.totals), dict(plan.done))
 
     async def main() -> Any:
