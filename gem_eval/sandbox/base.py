@@ -94,6 +94,12 @@ class SandboxProcess(ABC):
     async def interrupt(self) -> None:
         """Send SIGINT to the process (a Python interpreter raises KeyboardInterrupt)."""
 
+    async def close(self) -> None:
+        """Let an idle process go: close its stdin, so a shell or interpreter reading it
+        exits (cheaper than :meth:`kill` where killing costs a round trip). By default,
+        :meth:`kill`."""
+        await self.kill()
+
 
 class Sandbox(ABC):
     """An isolated place to run commands for one episode (or one task).

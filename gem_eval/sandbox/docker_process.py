@@ -144,6 +144,13 @@ class DockerProcess(SandboxProcess):
         await self._signal("KILL")
         await self.close_socket()
 
+    async def close(self) -> None:
+        """Close stdin (the process reads EOF and ends); no exec needed. The container's
+        removal ends anything that does not."""
+        with contextlib.suppress(OSError):
+            self.sock.shutdown(socket.SHUT_WR)
+        await self.close_socket()
+
     async def close_socket(self) -> None:
         with contextlib.suppress(OSError):
             self.sock.close()

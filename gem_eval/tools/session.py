@@ -125,5 +125,11 @@ class Session(ABC):
             await process.kill()
 
     async def close(self) -> None:
-        """Kill the process (safe to call twice)."""
-        await self._discard()
+        """End the process (safe to call twice): an idle one is let go (stdin closed, it
+        exits), one busy with a request (a cancelled episode) is killed."""
+        if self._lock.locked():
+            await self._discard()
+            return
+        process, self.process = self.process, None
+        if process is not None:
+            await process.close()
