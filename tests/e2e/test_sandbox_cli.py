@@ -105,14 +105,17 @@ def test_python_tool_runs_in_containers_and_nothing_is_left(
     assert left.stdout.split() == []
 
 
-def test_ctrl_c_removes_every_container(openai_server: FakeOpenAIServer, tmp_path: Path) -> None:
+@pytest.mark.parametrize("stop", [signal.SIGINT, signal.SIGTERM], ids=["ctrl-c", "sigterm"])
+def test_ctrl_c_and_sigterm_remove_every_container(
+    openai_server: FakeOpenAIServer, tmp_path: Path, stop: signal.Signals
+) -> None:
     openai_server.handler = tool_loop(50, "7")  # episodes that would run for a long time
     openai_server.latency = 0.2
     proc = start_run(openai_server, write_suite(tmp_path, samples=6), tmp_path)
     try:
         wait_for_containers(proc.pid)
         time.sleep(1.0)  # episodes are mid-way: interpreters running in their containers
-        proc.send_signal(signal.SIGINT)
+        proc.send_signal(stop)
         _, err = proc.communicate(timeout=60)
     finally:
         proc.kill()
