@@ -154,7 +154,9 @@ class Sandbox(ABC):
         """Write a file (parent directories are created).
 
         ``owner`` defaults to the sandbox's user; ``owner="root"`` with the default mode
-        makes a file the agent can read but not change (graders, tests).
+        makes a file the agent can read but not change (graders, tests). Such files go
+        outside the agent's work directory (the Docker sandbox refuses them there: the
+        agent could rename its way around them).
         """
 
     @abstractmethod

@@ -92,7 +92,10 @@ def find(run_id: str | None = None, include_live: bool = False) -> list[Any]:
     from gem_eval.sandbox import docker_client
 
     wanted = [f"{MANAGED}=1"] + ([f"{RUN}={run_id}"] if run_id else [])
-    containers = docker_client.client().containers.list(all=True, filters={"label": wanted})
+    # ignore_removed: a container removed between the listing and its inspection is
+    # simply not there (a run removing its own containers races this).
+    listing = docker_client.client().containers.list
+    containers = listing(all=True, filters={"label": wanted}, ignore_removed=True)
     return [c for c in containers if include_live or not _owner_alive(c.labels)]
 
 

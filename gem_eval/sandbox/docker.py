@@ -81,6 +81,7 @@ class DockerSandbox(Sandbox):
         return {"kind": "docker", "image": self.image}
 
     async def start(self) -> None:
+        self._closed = False
         docker = docker_client.client()
         labels = cleanup.labels(self.run_id)
         made = asyncio.ensure_future(
@@ -210,6 +211,14 @@ class DockerSandbox(Sandbox):
         parent, name = os.path.split(os.path.normpath(path))
         payload = data.encode() if isinstance(data, str) else data
         owner = owner or self.user
+        inside = path == self.workdir or path.startswith(self.workdir.rstrip("/") + "/")
+        if owner == "root" and self.user != "root" and inside:
+            # The agent owns the work directory, so it could rename or replace anything in
+            # it, root's files included.
+            raise ValueError(
+                f"{path}: a file the agent must not change cannot live in its work directory "
+                f"{self.workdir}; put it elsewhere (e.g. /grader/...)"
+            )
         archive = _tar_one(name, payload, mode)
         put = container.put_archive
         try:

@@ -169,7 +169,9 @@ def build_image(
         pass
     log(f"building {tag} from {context / dockerfile}")
     try:
-        docker.images.build(path=str(context), dockerfile=dockerfile, tag=tag, rm=True)
+        docker.images.build(
+            path=str(context), dockerfile=dockerfile, tag=tag, rm=True, forcerm=True
+        )
     except errors.BuildError as exc:
         lines = [str(c.get("stream", c.get("error", ""))).strip() for c in exc.build_log]
         tail = " / ".join(line for line in lines if line)[-400:]
