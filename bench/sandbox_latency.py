@@ -9,8 +9,10 @@ machines are noisy, so compare ratios, not absolute times.
   median of N ``docker exec CONTAINER true`` (the CLI) on the same container.
 * python: median latency of a tool call in a warm interpreter (``x = x + 1``).
 * pool: 64 short episodes, each needing a fresh container (start, two python tool calls
-  with 0.2 s of "model time" before each, remove), 4 at a time; once starting each
-  container on demand, once from a :class:`SandboxPool` that starts them ahead.
+  with 0.2 s of "model time" before each, remove), 1 and then 4 at a time; once starting
+  each container on demand, once from a :class:`SandboxPool` that starts them ahead.
+  Starting and removing a container costs Docker ~0.3 CPU-seconds: with many episodes
+  at once on few cores, Docker's CPU, not start latency, bounds both.
 """
 
 from __future__ import annotations
@@ -28,7 +30,7 @@ from gem_eval.tools.python import PythonTool
 
 N = 30
 EPISODES = 64
-CONCURRENCY = 4
+CONCURRENCY = (1, 4)
 MODEL_TIME_S = 0.2
 
 
@@ -68,9 +70,11 @@ async def episode(sandbox: Sandbox) -> None:
 
 
 async def run_episodes(
-    acquire: Callable[[], Awaitable[Sandbox]], release: Callable[[Sandbox], Awaitable[None]]
+    concurrency: int,
+    acquire: Callable[[], Awaitable[Sandbox]],
+    release: Callable[[Sandbox], Awaitable[None]],
 ) -> float:
-    slots = asyncio.Semaphore(CONCURRENCY)
+    slots = asyncio.Semaphore(concurrency)
 
     async def one() -> None:
         async with slots:
@@ -85,7 +89,7 @@ async def run_episodes(
     return time.perf_counter() - began
 
 
-async def without_pool() -> float:
+async def without_pool(concurrency: int) -> float:
     async def acquire() -> Sandbox:
         sandbox = DockerSandbox()
         await sandbox.start()
@@ -94,13 +98,13 @@ async def without_pool() -> float:
     async def release(sandbox: Sandbox) -> None:
         await sandbox.close()
 
-    return await run_episodes(acquire, release)
+    return await run_episodes(concurrency, acquire, release)
 
 
-async def with_pool() -> float:
-    pool = SandboxPool(DockerSandbox, warm=CONCURRENCY)
+async def with_pool(concurrency: int) -> float:
+    pool = SandboxPool(DockerSandbox, warm=concurrency)
     try:
-        return await run_episodes(pool.acquire, pool.release)
+        return await run_episodes(concurrency, pool.acquire, pool.release)
     finally:
         await pool.aclose()
 
@@ -114,12 +118,13 @@ async def main() -> None:
         f"(docker exec CLI)  ratio cli/sdk = {cli / sdk:.2f}"
     )
     print(f"python tool call, warm interpreter: {python * 1000:.1f} ms")
-    bare = await without_pool()
-    pooled = await with_pool()
-    print(f"{EPISODES} episodes needing a fresh container, {CONCURRENCY} at a time:")
-    print(f"  no pool : {bare:5.1f} s  {EPISODES / bare:5.2f} episodes/s")
-    print(f"  pool    : {pooled:5.1f} s  {EPISODES / pooled:5.2f} episodes/s")
-    print(f"  ratio pool/no-pool throughput = {bare / pooled:.2f}")
+    for concurrency in CONCURRENCY:
+        bare = await without_pool(concurrency)
+        pooled = await with_pool(concurrency)
+        print(f"{EPISODES} episodes needing a fresh container, {concurrency} at a time:")
+        print(f"  no pool : {bare:5.1f} s  {EPISODES / bare:5.2f} episodes/s")
+        print(f"  pool    : {pooled:5.1f} s  {EPISODES / pooled:5.2f} episodes/s")
+        print(f"  ratio pool/no-pool throughput = {bare / pooled:.2f}")
 
 
 if __name__ == "__main__":
