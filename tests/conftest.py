@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import asyncio
 import os
 from collections.abc import Iterator
+from typing import Any
 
 import pytest
 
@@ -55,6 +57,34 @@ def _docker_required() -> None:
 @pytest.fixture
 def _bwrap_required() -> None:
     pytest.fail("CI=true but bubblewrap is not installed")
+
+
+@pytest.fixture(scope="module")
+def docker_box() -> Iterator[Any]:
+    """A started Docker sandbox shared by a test module (``GEM_EVAL_BOX=docker`` set)."""
+    import uuid
+
+    from gem_eval.sandbox.docker import DockerSandbox
+
+    box = DockerSandbox(run_id=f"test-{uuid.uuid4().hex[:8]}", env={"GEM_EVAL_BOX": "docker"})
+    try:
+        asyncio.run(box.start())
+        yield box
+    finally:
+        asyncio.run(box.close())
+
+
+@pytest.fixture
+def local_box() -> Iterator[Any]:
+    """A started bubblewrap sandbox for one test."""
+    from gem_eval.sandbox.local import LocalSandbox
+
+    box = LocalSandbox()
+    try:
+        asyncio.run(box.start())
+        yield box
+    finally:
+        asyncio.run(box.close())
 
 
 @pytest.fixture

@@ -13,11 +13,10 @@ from __future__ import annotations
 import shlex
 from typing import Any
 
-from gem_eval.errors import SandboxError
 from gem_eval.sandbox.base import DEFAULT_OUTPUT_LIMIT, Sandbox
-from gem_eval.tools.base import Tool, ToolResult
+from gem_eval.tools.base import ToolResult
 from gem_eval.tools.kit import SingleToolKit
-from gem_eval.tools.session import Session
+from gem_eval.tools.session import Session, SessionTool
 
 
 def ansi_c_quote(text: str) -> str:
@@ -62,7 +61,7 @@ class BashSession(Session):
         await self.process.write((setup + "\n").encode())
 
 
-class BashTool(Tool):
+class BashTool(SessionTool):
     """Run shell commands in a persistent bash session in the sandbox.
 
     Args:
@@ -83,21 +82,17 @@ class BashTool(Tool):
     }
     text_tag = "bash"
     text_argument = "command"
-    needs_sandbox = True
 
     def __init__(self, timeout_s: float = 60.0, output_limit: int = DEFAULT_OUTPUT_LIMIT) -> None:
-        if timeout_s <= 0:
-            raise ValueError("timeout_s must be positive")
-        self.timeout_s, self.output_limit = timeout_s, output_limit
-        self.session: BashSession | None = None
+        super().__init__(timeout_s, output_limit)
+
+    def make_session(self, sandbox: Sandbox) -> BashSession:
+        return BashSession(sandbox, self.output_limit, None)
 
     async def call(self, args: dict[str, Any], sandbox: Sandbox | None = None) -> ToolResult:
-        if sandbox is None:
-            raise SandboxError("the bash tool needs a sandbox and the episode has none")
-        if self.session is None or self.session.sandbox is not sandbox:
-            self.session = BashSession(sandbox, self.output_limit, None)
+        reply = await self.request(args["command"], sandbox)
         session = self.session
-        reply = await session.request(args["command"], self.timeout_s)
+        assert isinstance(session, BashSession)
         output = reply.output.strip("\n")
         exit_code: int | None = None
         if reply.status is not None:
@@ -119,11 +114,6 @@ class BashTool(Tool):
         text = "\n".join([output, *notes]).strip("\n")
         failed = reply.timed_out or reply.restarted or exit_code != 0
         return ToolResult(output=text, is_error=failed, metadata={"exit_code": exit_code})
-
-    async def aclose(self) -> None:
-        if self.session is not None:
-            await self.session.close()
-            self.session = None
 
 
 class BashKit(SingleToolKit):

@@ -12,11 +12,10 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from gem_eval.errors import SandboxError
 from gem_eval.sandbox.base import DEFAULT_OUTPUT_LIMIT, Sandbox
-from gem_eval.tools.base import Tool, ToolResult
+from gem_eval.tools.base import ToolResult
 from gem_eval.tools.kit import SingleToolKit
-from gem_eval.tools.session import Session
+from gem_eval.tools.session import Session, SessionTool
 
 # Runs inside the sandbox: read one JSON request per line, run it, print the marker.
 _DRIVER = r"""
@@ -74,7 +73,7 @@ class PythonSession(Session):
         return (json.dumps({"code": request}) + "\n").encode()
 
 
-class PythonTool(Tool):
+class PythonTool(SessionTool):
     """Run Python code in a persistent interpreter in the sandbox.
 
     Args:
@@ -96,7 +95,6 @@ class PythonTool(Tool):
     }
     text_tag = "python"
     text_argument = "code"
-    needs_sandbox = True
 
     def __init__(
         self,
@@ -104,17 +102,14 @@ class PythonTool(Tool):
         python: str = "python3",
         output_limit: int = DEFAULT_OUTPUT_LIMIT,
     ) -> None:
-        if timeout_s <= 0:
-            raise ValueError("timeout_s must be positive")
-        self.timeout_s, self.python, self.output_limit = timeout_s, python, output_limit
-        self.session: PythonSession | None = None
+        super().__init__(timeout_s, output_limit)
+        self.python = python
+
+    def make_session(self, sandbox: Sandbox) -> PythonSession:
+        return PythonSession(sandbox, self.python, self.output_limit)
 
     async def call(self, args: dict[str, Any], sandbox: Sandbox | None = None) -> ToolResult:
-        if sandbox is None:
-            raise SandboxError("the python tool needs a sandbox and the episode has none")
-        if self.session is None or self.session.sandbox is not sandbox:
-            self.session = PythonSession(sandbox, self.python, self.output_limit)
-        reply = await self.session.request(args["code"], self.timeout_s)
+        reply = await self.request(args["code"], sandbox)
         output = reply.output.strip("\n")
         notes = []
         if reply.timed_out:
@@ -130,11 +125,6 @@ class PythonTool(Tool):
         text = "\n".join([output, *notes]).strip("\n") or "(no output)"
         failed = reply.timed_out or reply.restarted or reply.status != "ok"
         return ToolResult(output=text, is_error=failed, metadata={"status": reply.status})
-
-    async def aclose(self) -> None:
-        if self.session is not None:
-            await self.session.close()
-            self.session = None
 
 
 class PythonKit(SingleToolKit):

@@ -18,7 +18,9 @@ import secrets
 from abc import ABC, abstractmethod
 from dataclasses import dataclass
 
+from gem_eval.errors import SandboxError
 from gem_eval.sandbox.base import DEFAULT_OUTPUT_LIMIT, OutputCap, Sandbox, SandboxProcess
+from gem_eval.tools.base import Tool
 
 INTERRUPT_GRACE_S = 3.0
 
@@ -133,3 +135,38 @@ class Session(ABC):
         process, self.process = self.process, None
         if process is not None:
             await process.close()
+
+
+class SessionTool(Tool):
+    """A tool answered by a :class:`Session` in the episode's sandbox (made on first use,
+    ended by :meth:`aclose`).
+
+    Args:
+        timeout_s: Seconds a call may run before it is interrupted.
+        output_limit: Bytes of output returned per call.
+    """
+
+    needs_sandbox = True
+
+    def __init__(self, timeout_s: float, output_limit: int = DEFAULT_OUTPUT_LIMIT) -> None:
+        if timeout_s <= 0:
+            raise ValueError("timeout_s must be positive")
+        self.timeout_s, self.output_limit = timeout_s, output_limit
+        self.session: Session | None = None
+
+    @abstractmethod
+    def make_session(self, sandbox: Sandbox) -> Session:
+        """A new session in ``sandbox``."""
+
+    async def request(self, text: str, sandbox: Sandbox | None) -> Reply:
+        """Send ``text`` to this tool's session in ``sandbox``."""
+        if sandbox is None:
+            raise SandboxError(f"the {self.name} tool needs a sandbox and the episode has none")
+        if self.session is None or self.session.sandbox is not sandbox:
+            self.session = self.make_session(sandbox)
+        return await self.session.request(text, self.timeout_s)
+
+    async def aclose(self) -> None:
+        if self.session is not None:
+            await self.session.close()
+            self.session = None

@@ -12,7 +12,6 @@ import hashlib
 import os
 import time
 import uuid
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -26,26 +25,6 @@ KINDS = [
     pytest.param("local", marks=pytest.mark.bwrap),
     pytest.param("docker", marks=pytest.mark.docker),
 ]
-
-
-@pytest.fixture(scope="module")
-def docker_box() -> Iterator[DockerSandbox]:
-    box = DockerSandbox(run_id=f"test-{uuid.uuid4().hex[:8]}", env={"GEM_EVAL_BOX": "docker"})
-    try:
-        asyncio.run(box.start())
-        yield box
-    finally:
-        asyncio.run(box.close())
-
-
-@pytest.fixture
-def local_box() -> Iterator[LocalSandbox]:
-    box = LocalSandbox()
-    try:
-        asyncio.run(box.start())
-        yield box
-    finally:
-        asyncio.run(box.close())
 
 
 @pytest.fixture(params=KINDS)

@@ -9,8 +9,6 @@ trajectory's tool events.
 from __future__ import annotations
 
 import asyncio
-import uuid
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -18,8 +16,6 @@ import pytest
 from gem_eval.agent import Trajectory, run_episode
 from gem_eval.models import ModelOutput, ScriptedModel, tool_call
 from gem_eval.sandbox import Sandbox
-from gem_eval.sandbox.docker import DockerSandbox
-from gem_eval.sandbox.local import LocalSandbox
 from gem_eval.tools import Tool
 from gem_eval.tools.bash import BashTool
 from gem_eval.tools.python import PythonTool
@@ -27,26 +23,6 @@ from tests.fakes import FakeEnv
 
 TIMEOUT_S = 1.0
 GRACE_S = 3.0  # the session's interrupt grace; a timed-out call must end well within
-
-
-@pytest.fixture(scope="module")
-def docker_box() -> Iterator[DockerSandbox]:
-    box = DockerSandbox(run_id=f"test-tools-{uuid.uuid4().hex[:8]}")
-    try:
-        asyncio.run(box.start())
-        yield box
-    finally:
-        asyncio.run(box.close())
-
-
-@pytest.fixture
-def local_box() -> Iterator[LocalSandbox]:
-    box = LocalSandbox()
-    try:
-        asyncio.run(box.start())
-        yield box
-    finally:
-        asyncio.run(box.close())
 
 
 @pytest.fixture(
