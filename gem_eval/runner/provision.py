@@ -49,9 +49,11 @@ class Provisioner:
 
     def sandbox_spec(self, task: TaskSpec) -> SandboxSpec | None:
         """The sandbox ``task`` gets: its own setting, a default Docker one when a tool
-        needs a sandbox, ``None`` when nothing does."""
+        or the env needs a sandbox, ``None`` when nothing does."""
         spec = task.sandbox
-        needs = any(self.kit(t).needs_sandbox for t in task.tools)
+        needs = env_needs_sandbox(task.env_id) or any(
+            self.kit(t).needs_sandbox for t in task.tools
+        )
         if spec is None and not needs:
             return None
         spec = spec or SandboxSpec()
@@ -151,6 +153,18 @@ class Provisioner:
         for pool, _ in self._pools.values():
             await pool.aclose()
         self._pools.clear()
+
+
+def env_needs_sandbox(env_id: str) -> bool:
+    """Whether the env registered as ``env_id`` grades in a sandbox (a code env)."""
+    from gem_eval.errors import RegistrationError
+    from gem_eval.registration import spec
+
+    try:
+        factory = spec(env_id).load()
+    except RegistrationError:  # reported when the env is made
+        return False
+    return bool(getattr(factory, "needs_sandbox", False))
 
 
 def _key(spec: SandboxSpec) -> str:
