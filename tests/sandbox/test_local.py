@@ -60,7 +60,9 @@ def test_network_is_unreachable(box: LocalSandbox) -> None:
 @pytest.mark.parametrize("user", ["agent", "root"])
 def test_the_host_file_system_is_read_only(box: LocalSandbox, user: str) -> None:
     probe = f"gem-eval-probe-{uuid.uuid4().hex[:8]}"
-    targets = [f"/etc/{probe}", f"/usr/{probe}", f"/var/{probe}", f"{Path.cwd()}/{probe}"]
+    targets = [f"/etc/{probe}", f"/usr/{probe}", f"/var/{probe}"]
+    if not Path.cwd().is_relative_to("/tmp"):  # a checkout under /tmp is hidden, not shown
+        targets.append(f"{Path.cwd()}/{probe}")
 
     async def scenario() -> None:
         for target in targets:
