@@ -1,0 +1,83 @@
+"""``gem-eval run --suite math|qa|code`` end to end: the CLI in a subprocess, driven by
+an oracle model behind the fake OpenAI server (it reads the question from the prompt and
+answers with the gold answer, using the task's tools the way an agent would), and by a
+model that is always wrong. Scores must be 1.0 and 0.0 respectively."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from tests.e2e.test_run_cli import ROOT, gem_eval, records, run_dirs
+from tests.fixtures.openai_server import FakeOpenAIServer, Reply, ToolCallSpec
+
+
+def rows(path: str) -> list[dict[str, Any]]:
+    lines = (ROOT / path).read_text().splitlines()
+    return [json.loads(line) for line in lines if line.strip()]
+
+
+def last_user_text(request: dict[str, Any]) -> str:
+    users = [m for m in request["messages"] if m["role"] == "user"]
+    return str(users[-1]["content"]) if users else ""
+
+
+def tool_results(request: dict[str, Any]) -> list[str]:
+    return [str(m["content"]) for m in request["messages"] if m["role"] == "tool"]
+
+
+def oracle(answers: dict[str, str], search_first: bool = False) -> Callable[..., Reply]:
+    """Answer the question found in the first user message; with ``search_first`` and
+    tools offered, call ``search`` with the question before answering."""
+
+    def handler(request: dict[str, Any]) -> Reply:
+        first = next(m for m in request["messages"] if m["role"] == "user")
+        question = next((q for q in answers if q in str(first["content"])), None)
+        if question is None:
+            return Reply("I do not know.")
+        if search_first and request.get("tools") and not tool_results(request):
+            return Reply(tool_calls=[ToolCallSpec("search", {"query": question})])
+        return Reply(answers[question])
+
+    return handler
+
+
+def run_suite(server: FakeOpenAIServer, suite: str, tmp: Path, *extra: str) -> list[dict[str, Any]]:
+    result = gem_eval(
+        "run",
+        "--suite",
+        suite,
+        "--model",
+        "openai/fake",
+        "--model-base-url",
+        server.base_url,
+        "-q",
+        *extra,
+        results=tmp,
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
+    [run] = run_dirs(tmp)
+    return records(run)
+
+
+def test_qa_suite_oracle_scores_all_and_a_wrong_model_none(
+    openai_server: FakeOpenAIServer, tmp_path: Path
+) -> None:
+    golds = {
+        r["question"]: f"<answer>{r['answers'][0]}</answer>"
+        for r in rows("tasks/qa/questions.jsonl")
+    }
+    openai_server.handler = oracle(golds, search_first=True)
+    recs = run_suite(openai_server, "qa", tmp_path / "oracle", "--limit", "5")
+    assert len(recs) == 10 and all(r["outcome"] == "completed" for r in recs)
+    assert [r["score"] for r in recs] == [1.0] * 10
+    searched = [r for r in recs if r["task_id"] == "qa-search"]
+    events = [e for r in searched for s in r["trajectory"]["steps"] for e in s["tool_events"]]
+    assert len(events) == 5 and all(e["name"] == "search" for e in events)
+    assert all(e["output"].startswith("[1] ") for e in events)  # the corpus answered
+
+    openai_server.handler = lambda request: Reply("<answer>Atlantis</answer>")
+    wrong = run_suite(openai_server, "qa", tmp_path / "wrong", "--limit", "5")
+    assert [r["score"] for r in wrong] == [0.0] * 10
