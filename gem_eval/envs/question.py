@@ -131,24 +131,27 @@ class QuestionEnv(Env):
     def reset(self, seed: int | None = None) -> ResetResult:
         super().reset(seed)
         if self.fixed is None:
-            index = seed % len(self.rows) if seed is not None else self.rng.randrange(len(self.rows))
+            count = len(self.rows)
+            index = seed % count if seed is not None else self.rng.randrange(count)
             self.row = dict(self.rows[index])
             self.load_row(self.row)
         self.turn, self.done = 0, False
         return self.render_prompt(), {"max_turns": self.max_turns}
 
     def step(self, action: str) -> StepResult:
+        if self.done:
+            return _over()
         extracted = self.extract(action)
         return self._result(extracted, None if extracted is None else self.grade(extracted))
 
     async def astep(self, action: str) -> StepResult:
+        if self.done:  # checked before grading: grading may run code
+            return _over()
         extracted = self.extract(action)
         grade = None if extracted is None else await self.agrade(extracted)
         return self._result(extracted, grade)
 
     def _result(self, extracted: str | None, grade: Grade | None) -> StepResult:
-        if self.done:
-            return "The episode is over.", 0.0, True, False, {"error": "episode_over"}
         self.turn += 1
         out_of_turns = self.turn >= self.max_turns
         info: dict[str, Any] = {"extracted": extracted, "turn": self.turn}
@@ -165,6 +168,10 @@ class QuestionEnv(Env):
         else:
             obs = "Incorrect. Try again."
         return obs, grade.score, self.done, False, info
+
+
+def _over() -> StepResult:
+    return "The episode is over.", 0.0, True, False, {"error": "episode_over"}
 
 
 def _read_rows(path: str) -> list[dict[str, Any]]:
