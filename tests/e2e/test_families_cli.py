@@ -10,6 +10,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from tests.e2e.test_run_cli import ROOT, gem_eval, records, run_dirs
 from tests.fixtures.openai_server import FakeOpenAIServer, Reply, ToolCallSpec
 
@@ -81,3 +83,38 @@ def test_qa_suite_oracle_scores_all_and_a_wrong_model_none(
     openai_server.handler = lambda request: Reply("<answer>Atlantis</answer>")
     wrong = run_suite(openai_server, "qa", tmp_path / "wrong", "--limit", "5")
     assert [r["score"] for r in wrong] == [0.0] * 10
+
+
+def gsm_symbolic_answers(samples: int) -> dict[str, str]:
+    """The questions and answers the suite's ``rg:gsm_symbolic-v0`` samples hold (sample
+    ``i`` is played with seed ``i``)."""
+    from gem_eval import make
+
+    out = {}
+    for seed in range(samples):
+        env = make("rg:gsm_symbolic-v0")
+        env.reset(seed=seed)
+        inner: Any = env.unwrapped
+        out[inner.question] = f"<answer>{inner.entry['answer']}</answer>"
+    return out
+
+
+@pytest.mark.docker
+def test_math_suite_oracle_with_and_without_python(
+    openai_server: FakeOpenAIServer, tmp_path: Path
+) -> None:
+    golds = {r["question"]: f"\\boxed{{{r['answer']}}}" for r in rows("tasks/math/basic.jsonl")}
+    golds |= gsm_symbolic_answers(3)
+
+    def handler(request: dict[str, Any]) -> Reply:
+        if request.get("tools") and not tool_results(request):  # work it out in python
+            return Reply(tool_calls=[ToolCallSpec("python", {"code": "print(6 * 7)"})])
+        return oracle(golds)(request)
+
+    openai_server.handler = handler
+    recs = run_suite(openai_server, "math", tmp_path, "--limit", "3")
+    assert len(recs) == 9 and all(r["outcome"] == "completed" for r in recs), recs
+    assert [r["score"] for r in recs] == [1.0] * 9
+    python_runs = [r for r in recs if r["task_id"] == "math-python"]
+    events = [e for r in python_runs for s in r["trajectory"]["steps"] for e in s["tool_events"]]
+    assert [e["output"] for e in events] == ["42"] * 3  # ran in the sandbox
