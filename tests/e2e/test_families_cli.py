@@ -118,3 +118,31 @@ def test_math_suite_oracle_with_and_without_python(
     python_runs = [r for r in recs if r["task_id"] == "math-python"]
     events = [e for r in python_runs for s in r["trajectory"]["steps"] for e in s["tool_events"]]
     assert [e["output"] for e in events] == ["42"] * 3  # ran in the sandbox
+
+
+@pytest.mark.local_model
+def test_the_local_gemma_model_plays_the_math_and_qa_suites(tmp_path: Path) -> None:
+    """The real local model through the CLI: every episode is played to a scored end
+    (the 270M base model rarely answers right; what matters is that nothing breaks)."""
+    for suite in ("math", "qa"):
+        result = gem_eval(
+            "run",
+            "--suite",
+            suite,
+            "--model",
+            "local/gemma3-270m",
+            "--limit",
+            "1",
+            "--sandbox",
+            "local",
+            "-q",
+            "-M",
+            "max_tokens=96",
+            results=tmp_path / suite,
+            timeout=600,
+        )
+        assert result.returncode == 0, result.stdout + result.stderr
+        [run] = run_dirs(tmp_path / suite)
+        recs = records(run)
+        assert recs and all(r["outcome"] in ("completed", "truncated") for r in recs), recs
+        assert all(r["score"] is not None for r in recs)
