@@ -146,3 +146,44 @@ def test_the_local_gemma_model_plays_the_math_and_qa_suites(tmp_path: Path) -> N
         recs = records(run)
         assert recs and all(r["outcome"] in ("completed", "truncated") for r in recs), recs
         assert all(r["score"] is not None for r in recs)
+
+
+def fenced(code: str) -> str:
+    return f"Here is my solution.\n```python\n{code}\n```"
+
+
+def humaneval_answers(samples: int) -> dict[str, str]:
+    """Prompts and reference solutions of the suite's HumanEval samples (seed ``i``)."""
+    from gem_eval import make
+
+    out = {}
+    for seed in range(samples):
+        env = make("code:HumanEval-v0")
+        env.reset(seed=seed)
+        inner: Any = env.unwrapped
+        problem = inner.problem
+        out[problem["prompt"].strip()] = fenced(problem["prompt"] + problem["canonical_solution"])
+        env.close()
+    return out
+
+
+@pytest.mark.docker
+def test_code_suite_oracle_passes_and_a_wrong_program_fails(
+    openai_server: FakeOpenAIServer, tmp_path: Path
+) -> None:
+    golds = {r["statement"].strip(): fenced(r["solution"]) for r in rows("tasks/code/stdio.jsonl")}
+    golds |= {
+        r["question"].strip(): fenced(r["solution"]) for r in rows("tasks/code/functions.jsonl")
+    }
+    golds |= humaneval_answers(2)
+    openai_server.handler = oracle(golds)
+    recs = run_suite(openai_server, "code", tmp_path / "oracle", "--limit", "2")
+    assert len(recs) == 6 and all(r["outcome"] == "completed" for r in recs), recs
+    assert [r["score"] for r in recs] == [1.0] * 6
+
+    # A program that runs but answers nothing right (near misses are unit-tested).
+    wrong = {q: fenced("print('no idea')") for q in golds}
+    openai_server.handler = oracle(wrong)
+    recs = run_suite(openai_server, "code", tmp_path / "wrong", "--limit", "2")
+    assert all(r["outcome"] == "completed" for r in recs)
+    assert [r["score"] for r in recs] == [0.0] * 6
