@@ -296,13 +296,22 @@ def _resolve(
 
 def _check_env_builds(env_id: str, args: dict[str, Any], layers: Sequence[_Layer]) -> None:
     """Build the env once, so that a bad value (``max_turns: 0``) is reported here, with
-    its line, rather than failing every episode of the run. Only the constructor runs:
-    settings an env checks at reset time surface as ``env_error`` outcomes."""
+    its line, rather than failing every episode of the run. The constructor runs, and an
+    env's ``check_settings()`` when it has one (settings checkable only by loading data,
+    such as a reasoning-gym config); anything else surfaces as ``env_error`` outcomes."""
     from gem_eval.errors import EnvArgumentError
     from gem_eval.registration import make
 
     try:
-        make(env_id, **args).close()
+        env = make(env_id, **args)
+        try:
+            check = getattr(env.unwrapped, "check_settings", None)
+            if callable(check):  # settings only checkable by loading data (rg configs)
+                check()
+        except ValueError as exc:
+            raise EnvArgumentError(f"{env_id}: {exc}") from exc
+        finally:
+            env.close()
     except EnvArgumentError as exc:
         doc, loc = _origin(layers, "args")
         raise doc.error(loc, str(exc)) from None

@@ -602,3 +602,17 @@ def test_tools_and_sandbox_settings_load_and_merge(tmp_path: Path) -> None:
     assert spec.tools[1].settings == {"corpus": str(tmp_path / "docs" / "corpus.jsonl"), "k": 2}
     assert spec.sandbox is not None
     assert (spec.sandbox.type, spec.sandbox.memory, spec.sandbox.pids) == ("docker", "512m", 64)
+
+
+def test_an_env_settings_check_reports_a_bad_reasoning_gym_config(tmp_path: Path) -> None:
+    pytest.importorskip("reasoning_gym")
+    message = error_of(
+        tmp_path,
+        """
+        tasks:
+          - env: rg:basic_arithmetic-v0
+            args: {config: {max_term: 3}}
+        """,
+    )
+    assert message.startswith("bad.yaml:3: tasks[0].args: rg:basic_arithmetic-v0:")
+    assert "no key 'max_term'. Did you mean: max_terms" in message

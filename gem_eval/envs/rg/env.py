@@ -120,6 +120,11 @@ class ReasoningGymEnv(QuestionEnv):
         """
         return _source(self.key, self.config).dataset
 
+    def check_settings(self) -> None:
+        """Build the dataset now, so a bad ``config`` fails before a run (the suite loader
+        calls this)."""
+        self.load()
+
     def reset(self, seed: int | None = None) -> ResetResult:
         index = seed % self.size if seed is not None else self.rng.randrange(self.size)
         self.index, self.entry = index, _source(self.key, self.config).entry(index)
