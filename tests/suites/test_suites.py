@@ -604,8 +604,11 @@ def test_tools_and_sandbox_settings_load_and_merge(tmp_path: Path) -> None:
     assert (spec.sandbox.type, spec.sandbox.memory, spec.sandbox.pids) == ("docker", "512m", 64)
 
 
-def test_an_env_settings_check_reports_a_bad_reasoning_gym_config(tmp_path: Path) -> None:
+def test_an_env_settings_check_reports_a_bad_reasoning_gym_config(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     pytest.importorskip("reasoning_gym")
+    monkeypatch.chdir(tmp_path)
     message = error_of(
         tmp_path,
         """
