@@ -157,12 +157,12 @@ class Provisioner:
 
 def env_needs_sandbox(env_id: str) -> bool:
     """Whether the env registered as ``env_id`` grades in a sandbox (a code env)."""
-    from gem_eval.errors import RegistrationError
+    from gem_eval.errors import RegistrationError, UnknownEnvError
     from gem_eval.registration import spec
 
     try:
         factory = spec(env_id).load()
-    except RegistrationError:  # reported when the env is made
+    except (RegistrationError, UnknownEnvError):  # reported when the env is made
         return False
     return bool(getattr(factory, "needs_sandbox", False))
 

@@ -1,7 +1,7 @@
 """The Docker connection: one lazily made SDK client, its thread pool, and error mapping.
 
-The ``docker`` SDK is blocking; every call goes through :func:`call` on a pool of
-threads sized for many sandboxes at once (asyncio's default pool has only cpu + 4).
+The ``docker`` SDK is blocking; every call goes through :func:`call`, in a thread of its
+own (asyncio's default pool has only cpu + 4 threads, too few for many sandboxes).
 Docker's own exceptions become one-line gem-eval errors here, so nothing else needs to
 know them: a missing SDK, engine or image is :class:`SandboxUnavailableError` (a user
 can fix it, reported before a run); anything else is :class:`SandboxError` (an
@@ -11,10 +11,10 @@ infrastructure failure, recorded as ``infra_error``).
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import shutil
 import threading
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
 from typing import Any, TypeVar
 
 from gem_eval.errors import SandboxError, SandboxUnavailableError
@@ -23,7 +23,6 @@ T = TypeVar("T")
 _THREADS = 32
 _lock = threading.Lock()
 _client: Any = None
-_pool: ThreadPoolExecutor | None = None
 
 
 def client() -> Any:
@@ -84,13 +83,35 @@ def translate(exc: BaseException, what: str) -> Exception:
 
 
 async def call(what: str, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
-    """Run a blocking SDK call on the Docker thread pool; errors come back translated."""
-    global _pool
-    if _pool is None:
-        _pool = ThreadPoolExecutor(_THREADS, thread_name_prefix="gem-eval-docker")
+    """Run a blocking SDK call in a daemon thread; errors come back translated.
+
+    Daemon threads, not a ``ThreadPoolExecutor``: the interpreter joins an executor's
+    threads at exit, so one SDK call stuck on a dying daemon would hold a finished run's
+    process open. (A call takes milliseconds; starting a thread costs microseconds.)
+    """
     loop = asyncio.get_running_loop()
+    future: asyncio.Future[T] = loop.create_future()
+
+    def settle(result: T | None, error: BaseException | None) -> None:
+        if future.done():  # the caller was cancelled
+            return
+        if error is not None:
+            future.set_exception(error)
+        else:
+            future.set_result(result)  # type: ignore[arg-type]
+
+    def work() -> None:
+        outcome: tuple[T | None, BaseException | None]
+        try:
+            outcome = (fn(*args, **kwargs), None)
+        except BaseException as exc:
+            outcome = (None, exc)
+        with contextlib.suppress(RuntimeError):  # the loop closed while we worked
+            loop.call_soon_threadsafe(settle, *outcome)
+
+    threading.Thread(target=work, name="gem-eval-docker", daemon=True).start()
     try:
-        return await loop.run_in_executor(_pool, lambda: fn(*args, **kwargs))
+        return await future
     except (SandboxError, asyncio.CancelledError):
         raise
     except Exception as exc:

@@ -26,6 +26,7 @@ if TYPE_CHECKING:
 _HEADER = struct.Struct(">BxxxL")
 _PID_PREFIX = b"GEM_EVAL_PID "
 _WRAPPER = 'echo "GEM_EVAL_PID $$"; exec "$@"'
+_START_TIMEOUT_S = 60.0
 
 
 class DockerProcess(SandboxProcess):
@@ -71,7 +72,11 @@ class DockerProcess(SandboxProcess):
         raw.setblocking(False)
         process = cls(sandbox, raw, io_sock)
         process._frames += _buffered(io_sock)
-        line = await process._read_line()
+        try:
+            line = await asyncio.wait_for(process._read_line(), _START_TIMEOUT_S)
+        except asyncio.TimeoutError:
+            await process.close_socket()
+            raise SandboxError(f"{what}: no start-up line within {_START_TIMEOUT_S:g} s") from None
         if not line.startswith(_PID_PREFIX):
             await process.close_socket()
             raise SandboxError(f"{what}: unexpected start-up output {line[:100]!r}")
