@@ -51,9 +51,7 @@ class Provisioner:
         """The sandbox ``task`` gets: its own setting, a default Docker one when a tool
         or the env needs a sandbox, ``None`` when nothing does."""
         spec = task.sandbox
-        needs = env_needs_sandbox(task.env_id) or any(
-            self.kit(t).needs_sandbox for t in task.tools
-        )
+        needs = env_needs_sandbox(task.env_id) or any(self.kit(t).needs_sandbox for t in task.tools)
         if spec is None and not needs:
             return None
         spec = spec or SandboxSpec()
