@@ -7,7 +7,6 @@ from typing import Annotated
 
 import typer
 
-from gem_eval.cli import render
 from gem_eval.errors import UserError
 
 envs_app = typer.Typer(help="List and inspect registered envs.", no_args_is_help=True)
@@ -20,6 +19,7 @@ def list_command(
     ] = None,
 ) -> None:
     """List registered env ids with their default settings."""
+    from gem_eval.cli import render
     from gem_eval.registration import list_envs, spec
 
     ids = list_envs(family)
@@ -35,6 +35,7 @@ def show_command(
     seed: Annotated[int, typer.Option(help="Seed of the example first observation.")] = 0,
 ) -> None:
     """Show an env's settings, documentation and first observation."""
+    from gem_eval.cli import render
     from gem_eval.registration import make, spec
 
     env_spec = spec(env_id)

@@ -6,7 +6,6 @@ from typing import Annotated, Any
 
 import typer
 
-from gem_eval.cli import render
 from gem_eval.cli.options import ModelBackend, ModelBaseUrl, parse_key_values
 from gem_eval.errors import UserError
 
@@ -51,6 +50,8 @@ def play(
     temperature: Annotated[float | None, typer.Option(help="Sampling temperature.")] = None,
 ) -> None:
     """Play one episode and print its transcript."""
+    from gem_eval.cli import render
+
     if not 0.0 <= gamma <= 1.0:
         raise UserError("--gamma must lie in [0, 1]")
     env = _make_env(env_id, parse_key_values(arg or [], "--arg"), seed)
@@ -84,6 +85,7 @@ def play(
 
 
 def _play_policy(env: Any, policy: str, seed: int | None, gamma: float) -> None:
+    from gem_eval.cli import render
     from gem_eval.policies import make_policy
     from gem_eval.rollout import rollout
 

@@ -13,7 +13,6 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 
 from gem_eval.cli.options import DEFAULT_RESULTS_DIR, ResultsDir, open_index
-from gem_eval.cli.render import print_whole
 from gem_eval.errors import UserError, did_you_mean
 
 if TYPE_CHECKING:
@@ -101,6 +100,8 @@ def leaderboard(
     if format is Format.table:
         n_runs = frame["run_id"].nunique()
         title = f"{n_runs} run(s){f', suite {suite}' if suite else ''}, by {by.value}"
+        from gem_eval.cli.render import print_whole
+
         print_whole(summary_table(board, title=title))
     elif output is None:
         typer.echo(to_text(board, format.value), nl=False)
