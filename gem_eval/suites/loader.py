@@ -138,12 +138,16 @@ class _Layer:
 def _origin(layers: Sequence[_Layer], *loc: str) -> tuple[_Doc, Loc]:
     """The doc and loc of the last layer that set ``loc`` (e.g. ``"args", "size"``)."""
     for layer in reversed(layers):
-        values: Any = layer.values
-        for part in loc:
-            values = values.get(part) if isinstance(values, dict) else None
-        if values is not None:
+        if _lookup(layer.values, loc) is not None:
             return layer.doc, (*layer.loc, *loc)
     return layers[-1].doc, layers[-1].loc
+
+
+def _lookup(values: Any, loc: Sequence[str]) -> Any:
+    """``values[loc[0]][loc[1]]...``, or ``None`` where a key is missing."""
+    for part in loc:
+        values = values.get(part) if isinstance(values, dict) else None
+    return values
 
 
 def suite_dirs(search_dirs: Sequence[str | Path] | None = None) -> list[Path]:
@@ -344,22 +348,11 @@ def _check_tools(layers: Sequence[_Layer], entries: list[Any]) -> list[dict[str,
 def _build_dir(layers: Sequence[_Layer]) -> str:
     """``sandbox.build`` as an absolute directory holding a Dockerfile."""
     doc, loc = _origin(layers, "sandbox", "build")
-    name = str(merged_value(layers, "sandbox", "build"))
+    name = str(_lookup(merge_layers([layer.values for layer in layers]), ("sandbox", "build")))
     for base in (doc.path.parent, REPO_ROOT, Path.cwd()):
         if (base / name / "Dockerfile").is_file():
             return str((base / name).resolve())
     raise doc.error(loc, f"no Dockerfile in {name!r} (relative to {doc.shown})")
-
-
-def merged_value(layers: Sequence[_Layer], *loc: str) -> Any:
-    """The value the last layer setting ``loc`` gave it."""
-    for layer in reversed(layers):
-        values: Any = layer.values
-        for part in loc:
-            values = values.get(part) if isinstance(values, dict) else None
-        if values is not None:
-            return values
-    return None
 
 
 def _absolute_paths(value: Any, bases: Sequence[Path]) -> Any:
