@@ -37,6 +37,10 @@ class ModelSpec(BaseModel):
             task's.
         max_retries: Retries of a failed call; ``None``: the default policy.
         timeout_s: Per-call timeout; ``None``: the default policy.
+        max_connections: Calls in flight to this model at first (the limit backs off
+            on 429s and recovers); ``None``: the run's ``--concurrency``.
+        api_key_env: The environment variable holding the API key (its name, never
+            its value); ``None``: the provider's usual variable.
     """
 
     name: str
@@ -45,6 +49,8 @@ class ModelSpec(BaseModel):
     args: dict[str, Any] = Field(default_factory=dict)
     max_retries: int | None = None
     timeout_s: float | None = None
+    max_connections: int | None = Field(default=None, ge=1)
+    api_key_env: str | None = None
 
 
 class LimitsSpec(BaseModel):

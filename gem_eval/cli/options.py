@@ -41,6 +41,14 @@ ImageMap = Annotated[
 ModelBaseUrl = Annotated[
     str | None, typer.Option(help="Base URL of an OpenAI-compatible server (vLLM, SGLang ...).")
 ]
+ApiKeyEnv = Annotated[
+    str | None,
+    typer.Option(
+        help="The environment variable holding the API key (its name: keys are never "
+        "given on the command line). Default: the provider's usual variable "
+        "(OPENAI_API_KEY, HOSTED_VLLM_API_KEY ...).",
+    ),
+]
 ModelBackend = Annotated[
     str, typer.Option(help="litellm, or openai (the direct client, for compatible servers).")
 ]

@@ -9,6 +9,7 @@ import typer
 
 from gem_eval.cli.options import (
     DEFAULT_RESULTS_DIR,
+    ApiKeyEnv,
     ImageMap,
     ModelBackend,
     ModelBaseUrl,
@@ -43,6 +44,15 @@ def run(
     ] = None,
     model_base_url: ModelBaseUrl = None,
     model_backend: ModelBackend = "litellm",
+    api_key_env: ApiKeyEnv = None,
+    max_connections: Annotated[
+        int | None,
+        typer.Option(
+            min=1,
+            help="Calls in flight to each model at first (backs off on 429s, recovers); "
+            "default: --concurrency.",
+        ),
+    ] = None,
     max_retries: Annotated[
         int | None, typer.Option(help="Retries of a failed model call (default 6).")
     ] = None,
@@ -93,6 +103,8 @@ def run(
             args=args,
             max_retries=max_retries,
             timeout_s=timeout,
+            max_connections=max_connections,
+            api_key_env=api_key_env,
         )
         for m in model or []
     ]

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from gem_eval.errors import UserError
+import os
+
+from gem_eval.errors import MissingAPIKeyError, UserError
 from gem_eval.models.base import Model
 from gem_eval.models.chat_api import ChatAPIModel
 from gem_eval.models.retry import RetryPolicy
@@ -10,6 +12,37 @@ from gem_eval.models.retry import RetryPolicy
 BACKENDS = ("litellm", "openai")
 # Provider prefixes that name an OpenAI-compatible server; the rest is the model's name there.
 _OPENAI_COMPATIBLE = ("openai/", "hosted_vllm/", "vllm/", "sglang/", "llamacpp/")
+# The variable a server's key is read from when --api-key-env is not given, by prefix.
+_KEY_VARIABLES = {"hosted_vllm/": "HOSTED_VLLM_API_KEY", "openai/": "OPENAI_API_KEY"}
+
+
+def api_key_from_env(spec: str, base_url: str | None, api_key_env: str | None) -> str | None:
+    """The API key for ``spec``, read from the environment (never from the command line).
+
+    Args:
+        spec: The model string.
+        base_url: The server's base URL; without one, the provider's own variable
+            (which litellm reads itself) applies and ``None`` is returned.
+        api_key_env: The variable named by ``--api-key-env``; it must be set.
+
+    Returns:
+        The key, or ``None`` to send no key of our own (a local server started without
+        ``--api-key`` accepts any).
+
+    Raises:
+        MissingAPIKeyError: ``api_key_env`` names a variable that is not set.
+    """
+    if api_key_env is not None:
+        value = os.environ.get(api_key_env)
+        if not value:
+            raise MissingAPIKeyError(
+                f"model {spec!r}: --api-key-env {api_key_env} is not set in the environment"
+            )
+        return value
+    if base_url is None:
+        return None
+    variable = next((v for p, v in _KEY_VARIABLES.items() if spec.startswith(p)), None)
+    return os.environ.get(variable) or None if variable else None
 
 
 def get_model(

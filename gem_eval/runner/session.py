@@ -7,6 +7,7 @@ suite YAML -> episode specs -> runner (executor: env + model + tools) -> records
 from __future__ import annotations
 
 import asyncio
+import functools
 import platform
 import sqlite3
 import subprocess
@@ -148,7 +149,10 @@ async def execute_run(
 
     if executor is None:
         provisioner = Provisioner(manifest.run_id, options.sandbox, options.image_map)
-        executor = LocalExecutor(model_factory or default_model_factory, provisioner)
+        factory = model_factory or functools.partial(
+            default_model_factory, concurrency=options.concurrency
+        )
+        executor = LocalExecutor(factory, provisioner)
     # Every episode recorded so far was paid for, superseded ones too.
     spent = sum(r.cost_usd or 0.0 for r in plan.run_dir.records())
     runner = Runner(
@@ -183,16 +187,30 @@ async def execute_run(
     return summary
 
 
-def default_model_factory(spec: ModelSpec) -> Any:
-    """A model from its spec, through :func:`gem_eval.models.get_model`."""
+def default_model_factory(spec: ModelSpec, concurrency: int | None = None) -> Any:
+    """A model from its spec, through :func:`gem_eval.models.get_model`.
+
+    Args:
+        spec: The model as the run names it.
+        concurrency: The run's episodes in flight: the model's first connection limit
+            unless ``spec.max_connections`` says otherwise.
+    """
     from gem_eval.models import RetryPolicy, get_model
+    from gem_eval.models.factory import api_key_from_env
 
     policy = RetryPolicy()
     if spec.max_retries is not None:
         policy = replace(policy, max_retries=spec.max_retries)
     if spec.timeout_s is not None:
         policy = replace(policy, timeout_s=spec.timeout_s)
-    return get_model(spec.name, base_url=spec.base_url, backend=spec.backend, retry=policy)
+    return get_model(
+        spec.name,
+        base_url=spec.base_url,
+        api_key=api_key_from_env(spec.name, spec.base_url, spec.api_key_env),
+        backend=spec.backend,
+        retry=policy,
+        concurrency=spec.max_connections or concurrency,
+    )
 
 
 def _git_commit() -> str | None:
