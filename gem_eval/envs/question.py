@@ -175,12 +175,12 @@ def _over() -> StepResult:
 
 
 def _read_rows(path: str) -> list[dict[str, Any]]:
-    """Rows of a JSONL, CSV or Parquet file (through the suites' dataset reader)."""
-    from gem_eval.suites.datasets import load_rows
-    from gem_eval.suites.loader import REPO_ROOT
-    from gem_eval.suites.schema import Dataset
+    """Rows of a JSONL, CSV or Parquet file: a relative path is looked up in the working
+    directory, then the bundled root (``tasks/math/basic.jsonl`` works installed)."""
+    from gem_eval.bundled import bundled_root
+    from gem_eval.datasets import Dataset, load_rows
 
-    rows = load_rows(Dataset(path=path), base_dirs=[Path.cwd(), REPO_ROOT])
+    rows = load_rows(Dataset(path=path), base_dirs=[Path.cwd(), bundled_root()])
     if not rows:
         raise ValueError(f"{path}: the dataset has no rows")
     return rows

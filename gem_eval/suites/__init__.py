@@ -7,19 +7,17 @@
     episodes = suite.episodes([ModelSpec(name="openai/gpt-5")], limit=3)
 
 See :mod:`gem_eval.suites.schema` for the file format and :mod:`gem_eval.suites.loader`
-for how tasks resolve and expand.
+for how tasks resolve and expand. Dataset rows are read by :mod:`gem_eval.datasets`, and
+the bundled suites and tasks are found by :mod:`gem_eval.bundled`.
 """
 
 from __future__ import annotations
 
-from gem_eval.suites.datasets import DatasetError, load_rows
-from gem_eval.suites.loader import REPO_ROOT, find_suite, list_suites, load_suite, suite_dirs
+from gem_eval.suites.loader import find_suite, list_suites, load_suite, suite_dirs
 from gem_eval.suites.schema import SuiteError, SuiteFile, TaskFile
 from gem_eval.suites.suite import Suite, SuiteTask
 
 __all__ = [
-    "REPO_ROOT",
-    "DatasetError",
     "Suite",
     "SuiteError",
     "SuiteFile",
@@ -27,7 +25,6 @@ __all__ = [
     "TaskFile",
     "find_suite",
     "list_suites",
-    "load_rows",
     "load_suite",
     "suite_dirs",
 ]

@@ -4,7 +4,8 @@ Resolution. A task's keys come from, lowest first: the schema's defaults, the su
 ``defaults``, its task file (``file:``), the task item, and the run's ``overrides``.
 ``limits``, ``generation`` and ``args`` merge key by key, ``tags`` accumulate, any other
 key replaces. A ``file:`` or dataset path is looked up relative to the file naming it,
-then the repo root, then the working directory. The env id must be registered (its
+then the bundled root (:func:`~gem_eval.bundled.bundled_root`: the checkout, or the
+installed package's copy), then the working directory. The env id must be registered (its
 canonical spelling is kept) and must take every ``args`` key (and every ``fields`` name:
 the env gets a sample's fields at make time). A task's id is its ``id``, else the task
 file's stem, else the dataset's, else the env id; ids are unique within a suite.
@@ -24,6 +25,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from gem_eval.bundled import bundled_root
+from gem_eval.datasets import Dataset, DatasetError, Row, dataset_format, load_rows
 from gem_eval.errors import (
     RegistrationError,
     TaskFormatError,
@@ -33,9 +36,7 @@ from gem_eval.errors import (
 )
 from gem_eval.records import TaskSpec
 from gem_eval.registration import accepted_kwargs, spec
-from gem_eval.suites.datasets import DatasetError, Row, dataset_format, load_rows
 from gem_eval.suites.schema import (
-    Dataset,
     Loc,
     SuiteError,
     SuiteFile,
@@ -43,9 +44,6 @@ from gem_eval.suites.schema import (
 )
 from gem_eval.suites.suite import Suite, SuiteTask, merge_layers
 from gem_eval.suites.yaml_doc import YamlDoc, read_yaml
-
-REPO_ROOT = Path(__file__).resolve().parents[2]
-"""The checkout holding ``gem_eval/``, ``suites/`` and ``tasks/``."""
 
 
 @dataclass(frozen=True)
@@ -73,8 +71,8 @@ def _lookup(values: Any, loc: Sequence[str]) -> Any:
 
 
 def suite_dirs(search_dirs: Sequence[str | Path] | None = None) -> list[Path]:
-    """Where suites are found by name: ``search_dirs``, the repo's and the cwd's ``suites/``."""
-    dirs = [Path(d) for d in search_dirs or ()] + [REPO_ROOT / "suites", Path.cwd() / "suites"]
+    """Where suites are found by name: ``search_dirs``, the bundled and the cwd's ``suites/``."""
+    dirs = [Path(d) for d in search_dirs or ()] + [bundled_root() / "suites", Path.cwd() / "suites"]
     unique: dict[Path, Path] = {}
     for d in dirs:
         if d.is_dir():
@@ -98,7 +96,7 @@ def find_suite(path_or_name: str | Path, search_dirs: Sequence[str | Path] | Non
         SuiteError: No such file or suite; the message names the closest suites.
     """
     text = str(path_or_name)
-    for path in (Path(text), REPO_ROOT / text):
+    for path in (Path(text), bundled_root() / text):
         if path.is_file():
             return path
     known = list_suites(search_dirs)
@@ -198,7 +196,7 @@ def _resolve(
     expand = getattr(factory, "expand", None)
     expanded = None
     if expand is not None:
-        args = _absolute_paths(args, [_origin(layers, "args")[0].path.parent, REPO_ROOT], True)
+        args = _absolute_paths(args, [_origin(layers, "args")[0].path.parent, bundled_root()], True)
         expanded = _expanded(expand, args, layers)
     if accepted is not None and "dataset" not in merged and expanded is None:
         _check_env_builds(env_spec.id, args, layers)
@@ -217,7 +215,7 @@ def _resolve(
         spec_values["sandbox"] = {**merged["sandbox"], "build": _build_dir(layers)}
     if (merged.get("sandbox") or {}).get("image_map"):  # targets may be build directories
         doc_dir = _origin(layers, "sandbox", "image_map")[0].path.parent
-        image_map = _absolute_paths(merged["sandbox"]["image_map"], [doc_dir, REPO_ROOT], True)
+        image_map = _absolute_paths(merged["sandbox"]["image_map"], [doc_dir, bundled_root()], True)
         spec_values["sandbox"] = {
             **spec_values.get("sandbox", merged["sandbox"]),
             "image_map": image_map,
@@ -300,7 +298,7 @@ def _check_tools(layers: Sequence[_Layer], entries: list[Any]) -> list[dict[str,
     """Each ``tools:`` entry as ``{name, settings}``, its kit built once to check it.
 
     Relative paths in settings (a corpus, a server script) are made absolute against the
-    file that names them, then the repo root, so a run works from any directory.
+    file that names them, then the bundled root, so a run works from any directory.
     """
     from gem_eval.records import ToolSpec
     from gem_eval.tools.kit import build_kit
@@ -311,7 +309,7 @@ def _check_tools(layers: Sequence[_Layer], entries: list[Any]) -> list[dict[str,
         if isinstance(entry, dict) and not isinstance(entry.get("name"), str):
             raise doc.error((*loc, n), "a tool entry needs `name` (e.g. {name: search, ...})")
         tool = ToolSpec.model_validate(entry)
-        tool.settings = _absolute_paths(tool.settings, [doc.path.parent, REPO_ROOT])
+        tool.settings = _absolute_paths(tool.settings, [doc.path.parent, bundled_root()])
         try:
             build_kit(tool.name, tool.settings)
         except UserError as exc:
@@ -324,7 +322,7 @@ def _build_dir(layers: Sequence[_Layer]) -> str:
     """``sandbox.build`` as an absolute directory holding a Dockerfile."""
     doc, loc = _origin(layers, "sandbox", "build")
     name = str(_lookup(merge_layers([layer.values for layer in layers]), ("sandbox", "build")))
-    for base in (doc.path.parent, REPO_ROOT, Path.cwd()):
+    for base in (doc.path.parent, bundled_root(), Path.cwd()):
         if (base / name / "Dockerfile").is_file():
             return str((base / name).resolve())
     raise doc.error(loc, f"no Dockerfile in {name!r} (relative to {doc.shown})")
@@ -351,9 +349,9 @@ def _absolute_paths(value: Any, bases: Sequence[Path], bare: bool = False) -> An
 
 
 def _find_file(name: str, doc: YamlDoc, loc: Loc) -> Path:
-    """A task file named in ``doc``: relative to it, then the repo root, then the cwd."""
+    """A task file named in ``doc``: relative to it, then the bundled root, then the cwd."""
     relative = Path(name)
-    bases = [Path("/")] if relative.is_absolute() else [doc.path.parent, REPO_ROOT, Path.cwd()]
+    bases = [Path("/")] if relative.is_absolute() else [doc.path.parent, bundled_root(), Path.cwd()]
     for base in bases:
         if (base / relative).is_file():
             return base / relative
@@ -373,9 +371,9 @@ def _dataset_rows(
             message = f"{env_id} takes no parameter {name!r} (fields: {{parameter: column}}).{hint}"
             raise ds_doc.error((*ds_loc, "fields", name), message)
     try:
-        return load_rows(source, base_dirs=[ds_doc.path.parent, REPO_ROOT, Path.cwd()])
+        return load_rows(source, base_dirs=[ds_doc.path.parent, bundled_root(), Path.cwd()])
     except DatasetError as exc:
         if exc.path:  # located in the data file itself
-            raise
+            raise SuiteError(exc.message, path=exc.path, line=exc.line) from None
         where = ("fields", exc.key) if exc.key else ("path",)
         raise ds_doc.error((*ds_loc, *where), exc.message) from None

@@ -31,6 +31,7 @@ from typing import Any, Literal, Union, get_args, get_origin
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
+from gem_eval.datasets import Dataset
 from gem_eval.errors import UserError, did_you_mean
 from gem_eval.records import SandboxSpec, Scorer
 
@@ -84,27 +85,6 @@ class Generation(_Strict):
     reasoning_effort: str | None = None
     stop: list[str] | None = None
     extra: dict[str, Any] = Field(default_factory=dict)
-
-
-class Dataset(_Strict):
-    """``dataset:``: one sample per row.
-
-    Attributes:
-        path: A local file (relative to the file naming it, then the repo root, then the
-            working directory) or a Hugging Face dataset id.
-        format: ``jsonl``, ``csv``, ``parquet`` or ``hf``; by default the file extension,
-            else ``hf``.
-        split: The Hugging Face split (default ``train``).
-        name: The Hugging Face configuration name, if the dataset has several.
-        fields: ``{env_parameter: column}``; each sample's ``sample_kwargs``. Without it,
-            the whole row.
-    """
-
-    path: str = Field(min_length=1)
-    format: Literal["jsonl", "csv", "parquet", "hf"] | None = None
-    split: str | None = None
-    name: str | None = None
-    fields: dict[str, str] | None = None
 
 
 class Sandbox(SandboxSpec):

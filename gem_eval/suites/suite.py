@@ -19,8 +19,8 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from gem_eval.datasets import Row
 from gem_eval.records import EpisodeSpec, ModelSpec, TaskSpec
-from gem_eval.suites.datasets import Row
 from gem_eval.suites.schema import SuiteError, TaskFields, describe, format_loc
 
 _MERGED_KEYS = ("limits", "generation", "args", "sandbox")

@@ -11,15 +11,17 @@ import pytest
 import typer
 from typer.testing import CliRunner
 
+from gem_eval.bundled import bundled_root
 from gem_eval.cli.suites import suites_app
 from gem_eval.core import Env
 from gem_eval.envs import GAME_VARIANTS
 from gem_eval.errors import UserError
 from gem_eval.records import ModelSpec
 from gem_eval.registration import _REGISTRY, make, register
-from gem_eval.suites import REPO_ROOT, Suite, SuiteError, list_suites, load_suite
+from gem_eval.suites import Suite, SuiteError, list_suites, load_suite
 from tests.fakes import FakeEnv
 
+REPO_ROOT = bundled_root()  # the checkout's top level here
 MODELS = [ModelSpec(name="model-a"), ModelSpec(name="model-b")]
 
 

@@ -1,9 +1,11 @@
-"""Dataset rows for dataset tasks: JSONL, CSV, Parquet, or a Hugging Face dataset id.
+"""Dataset rows: JSONL, CSV, Parquet, or a Hugging Face dataset id.
 
-Each row becomes one sample. JSONL and CSV need nothing beyond the standard library (CSV
-values are strings). Parquet reads through ``pyarrow`` (or ``pandas``), and a Hugging
-Face id through ``datasets``; both are imported only here, when such a task is loaded,
-and a missing package is a :class:`DatasetError` naming what to install.
+Read by a suite's ``dataset:`` block (one sample per row) and by an env given a
+``dataset`` file of questions; it sits below both, so envs need not import suites. JSONL
+and CSV need nothing beyond the standard library (CSV values are strings). Parquet reads
+through ``pyarrow`` (or ``pandas``), and a Hugging Face id through ``datasets``; both are
+imported only here, when such a dataset is read, and a missing package is a
+:class:`DatasetError` naming what to install.
 
 ``fields: {question: problem}`` maps the env's parameter ``question`` to the column
 ``problem``; the mapped values are the sample's ``sample_kwargs``.
@@ -16,32 +18,63 @@ import importlib
 import json
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
-from gem_eval.errors import did_you_mean
-from gem_eval.suites.schema import Dataset, SuiteError
+from pydantic import BaseModel, ConfigDict, Field
+
+from gem_eval.errors import UserError, did_you_mean
 
 Row = dict[str, Any]
 
 _EXTENSIONS = {".jsonl": "jsonl", ".csv": "csv", ".parquet": "parquet", ".pq": "parquet"}
 
 
-class DatasetError(SuiteError):
-    """A dataset that cannot be read.
+class Dataset(BaseModel):
+    """Where rows come from: a suite's ``dataset:`` block, one sample per row.
 
-    Raised without a path when the fault lies in the task naming the dataset (the loader
+    Attributes:
+        path: A local file (looked up in the ``base_dirs`` given to :func:`load_rows`:
+            for a suite, the file naming it, then the bundled root, then the working
+            directory) or a Hugging Face dataset id.
+        format: ``jsonl``, ``csv``, ``parquet`` or ``hf``; by default the file extension,
+            else ``hf``.
+        split: The Hugging Face split (default ``train``).
+        name: The Hugging Face configuration name, if the dataset has several.
+        fields: ``{env_parameter: column}``; each sample's ``sample_kwargs``. Without it,
+            the whole row.
+    """
+
+    # As strict as the rest of the suite schema: YAML gives typed values, typos are errors.
+    model_config = ConfigDict(extra="forbid", strict=True)
+
+    path: str = Field(min_length=1)
+    format: Literal["jsonl", "csv", "parquet", "hf"] | None = None
+    split: str | None = None
+    name: str | None = None
+    fields: dict[str, str] | None = None
+
+
+class DatasetError(UserError):
+    """A dataset that cannot be read; ``str`` is one line.
+
+    Raised without a path when the fault lies in what names the dataset (a suite loader
     adds that file and line), or with the data file's own path and line when the fault
     lies in the data (a JSONL line that is not an object).
 
     Attributes:
+        message: The message without the location.
+        path: The data file at fault, as shown, if the fault is in the data.
+        line: Its 1-based line.
         key: The ``fields`` entry at fault, if any.
     """
 
     def __init__(
         self, message: str, *, path: str | None = None, line: int | None = None, key: str = ""
     ) -> None:
-        super().__init__(message, path=path, line=line)
-        self.key = key
+        self.message = " ".join(message.split())  # one line, whatever the cause held
+        self.path, self.line, self.key = path, line, key
+        where = f"{path}:{line}: " if path and line else f"{path}: " if path else ""
+        super().__init__(f"{where}{self.message}")
 
 
 def dataset_format(source: Dataset) -> str:
