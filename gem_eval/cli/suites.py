@@ -25,7 +25,8 @@ def list_command(dirs: DirsOption = None) -> None:
     from rich.table import Table
 
     from gem_eval.cli.render import console
-    from gem_eval.suites import SuiteError, list_suites, load_suite
+    from gem_eval.errors import UserError
+    from gem_eval.suites import list_suites, load_suite
 
     found = list_suites(dirs)
     table = Table(title=f"{len(found)} suites", title_justify="left")
@@ -34,7 +35,7 @@ def list_command(dirs: DirsOption = None) -> None:
     for name, path in found.items():
         try:
             suite = load_suite(path)
-        except SuiteError as exc:
+        except UserError as exc:  # also a missing optional package (an extra): one row each
             table.add_row(name, "", "", f"[red]invalid: {escape(str(exc))}[/]", str(path))
             continue
         table.add_row(
@@ -66,13 +67,14 @@ def validate_command(
 
     Exits with 2 when any file is invalid.
     """
-    from gem_eval.suites import SuiteError, load_suite
+    from gem_eval.errors import UserError
+    from gem_eval.suites import load_suite
 
     failed = False
     for path in paths:
         try:
             suite = load_suite(path)
-        except SuiteError as exc:
+        except UserError as exc:  # a SuiteError, or a missing optional package
             typer.echo(f"error: {exc}", err=True)
             failed = True
             continue
