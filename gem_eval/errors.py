@@ -110,3 +110,21 @@ class SandboxError(GemEvalError):
 class SandboxUnavailableError(SandboxError, UserError):
     """The sandbox cannot be used as configured: Docker not installed or not running,
     the image missing, bubblewrap missing. Raised before a run, as one line."""
+
+
+class StoreWriteError(GemEvalError):
+    """The results store could not write a file (disk full, I/O error, read-only file system).
+
+    The run stops: a run that cannot record is not a run. Nothing already written is damaged
+    (a failed append is cut back off, the manifest is replaced atomically), so the run can be
+    resumed once there is room. ``str`` is ``cannot write <path>: <reason>``.
+
+    Attributes:
+        path: The file that could not be written.
+        errno: The OS error number (``errno.ENOSPC``...), when there was one.
+    """
+
+    def __init__(self, path: object, exc: OSError) -> None:
+        self.path = path
+        self.errno = exc.errno
+        super().__init__(f"cannot write {path}: {exc.strerror or exc}")

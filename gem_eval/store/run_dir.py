@@ -6,12 +6,16 @@
   episodes finish and fsynced after each, so a crash loses at most the episodes in flight.
 
 A crash in the middle of an append leaves an unterminated last line. Readers skip it, and
-the next append cuts it off first, so the file stays valid JSONL. An episode can appear more
-than once (cancelled by Ctrl-C, then played again on resume): the last line wins.
+the next append cuts it off first, so the file stays valid JSONL. An append that fails (a full
+disk, an I/O error) is cut back off at once and raised as
+:class:`~gem_eval.errors.StoreWriteError`; a failed manifest write leaves the old manifest in
+place. An episode can appear more than once (cancelled by Ctrl-C, then played again on
+resume): the last line wins.
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
 import threading
 from collections.abc import Collection, Iterable, Iterator
@@ -20,7 +24,7 @@ from typing import BinaryIO, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
-from gem_eval.errors import GemEvalError, UserError, closest
+from gem_eval.errors import GemEvalError, StoreWriteError, UserError, closest
 from gem_eval.records import RERUN_ON_RESUME, EpisodeRecord, RunManifest
 from gem_eval.store.run_id import is_valid_run_id
 
@@ -71,6 +75,7 @@ class RunDir:
 
         Raises:
             UserError: The run id is not a valid directory name, or the run already exists.
+            StoreWriteError: A file could not be written.
         """
         if not is_valid_run_id(manifest.run_id):
             raise UserError(f"invalid run id {manifest.run_id!r}")
@@ -82,7 +87,10 @@ class RunDir:
             raise UserError(f"run {manifest.run_id!r} already exists in {root}") from None
         run = cls(root / manifest.run_id)
         run.write_manifest(manifest)
-        run.episodes_path.touch()
+        try:
+            run.episodes_path.touch()
+        except OSError as exc:
+            raise StoreWriteError(run.episodes_path, exc) from exc
         _fsync_dir(root)
         return run
 
@@ -126,15 +134,24 @@ class RunDir:
         return cls(root / best[1])
 
     def write_manifest(self, manifest: RunManifest) -> None:
-        """Replace the manifest atomically: a reader sees the old one or the new one."""
+        """Replace the manifest atomically: a reader sees the old one or the new one.
+
+        Raises:
+            StoreWriteError: The new manifest could not be written (the old one is intact).
+        """
         if manifest.run_id != self.run_id:
             raise ValueError(f"manifest of run {manifest.run_id!r} written to {self.path}")
+        data = manifest.model_dump_json(indent=2).encode() + b"\n"
         tmp = self.path / f".{MANIFEST_FILE}.{os.getpid()}.tmp"
-        with open(tmp, "wb") as f:
-            f.write(manifest.model_dump_json(indent=2).encode() + b"\n")
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, self.manifest_path)
+        try:
+            with open(tmp, "wb", buffering=0) as f:
+                _write_all(f.fileno(), data)
+                os.fsync(f.fileno())
+            os.replace(tmp, self.manifest_path)
+        except OSError as exc:
+            with contextlib.suppress(OSError):
+                tmp.unlink(missing_ok=True)  # a half-written copy would only take up room
+            raise StoreWriteError(self.manifest_path, exc) from exc
         _fsync_dir(self.path)
 
     def read_manifest(self) -> RunManifest:
@@ -149,21 +166,44 @@ class RunDir:
             raise GemEvalError(f"{self.manifest_path}: unreadable manifest: {exc}") from exc
 
     def append(self, record: EpisodeRecord) -> None:
-        """Append one record and fsync it: once this returns, the record survives a crash."""
+        """Append one record and fsync it: once this returns, the record survives a crash.
+
+        Raises:
+            StoreWriteError: The record could not be written; the file is as it was.
+        """
         self.extend((record,))
 
     def extend(self, records: Iterable[EpisodeRecord]) -> int:
-        """Append many records with one fsync (imports, tests); returns how many."""
+        """Append many records with one fsync (imports, tests); returns how many.
+
+        All or nothing: when the write or the fsync fails, the file is cut back to where it
+        ended, so that no partial line (nor part of the batch) is left for a reader.
+
+        Raises:
+            StoreWriteError: The records could not be written.
+        """
         lines = []
         for record in records:
             if record.run_id != self.run_id:
                 raise ValueError(f"record of run {record.run_id!r} appended to {self.path}")
             lines.append(record.model_dump_json().encode() + b"\n")
-        with self._lock, open(self.episodes_path, "a+b") as f:
-            _cut_torn_tail(f)
-            f.write(b"".join(lines))
-            f.flush()
-            os.fsync(f.fileno())
+        with self._lock:
+            try:
+                with open(self.episodes_path, "a+b", buffering=0) as f:
+                    _cut_torn_tail(f)
+                    end = f.seek(0, os.SEEK_END)
+                    try:
+                        _write_all(f.fileno(), b"".join(lines))
+                        os.fsync(f.fileno())
+                    except OSError:
+                        # Cutting frees room, so it works on a full disk; should it fail
+                        # too (EIO), readers skip the torn line and the next append cuts it.
+                        with contextlib.suppress(OSError):
+                            f.truncate(end)
+                            os.fsync(f.fileno())
+                        raise
+            except OSError as exc:
+                raise StoreWriteError(self.episodes_path, exc) from exc
         return len(lines)
 
     def records(self) -> Iterator[EpisodeRecord]:
@@ -241,6 +281,14 @@ def _cut_torn_tail(f: BinaryIO) -> None:
             return
         end = start
     f.truncate(0)
+
+
+def _write_all(fd: int, data: bytes) -> None:
+    """Write all of ``data`` to ``fd``: ``os.write`` may write less than it was given (a
+    disk filling up writes what fits, and only the next call fails with ENOSPC)."""
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view) :]
 
 
 def _fsync_dir(path: Path) -> None:

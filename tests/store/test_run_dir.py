@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import errno
 import json
 import os
 import signal
@@ -12,10 +13,11 @@ from typing import Any
 import pytest
 
 from gem_eval.agent.trajectory import Step, Trajectory
-from gem_eval.errors import GemEvalError, UserError
+from gem_eval.errors import GemEvalError, StoreWriteError, UserError
 from gem_eval.models.base import ModelOutput, Usage
 from gem_eval.records import EpisodeRecord, ModelSpec, RunManifest, TaskSpec
 from gem_eval.store import RunDir, check_run_id, list_run_ids, new_run_id
+from tests.fixtures.full_disk import FullDisk
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -114,17 +116,56 @@ def test_write_manifest_is_atomic(tmp_path: Path, monkeypatch: pytest.MonkeyPatc
         raise OSError("crash before the rename")
 
     monkeypatch.setattr(os, "replace", crash)
-    with pytest.raises(OSError):
+    with pytest.raises(StoreWriteError, match=r"cannot write .*manifest.json: crash before"):
         run.write_manifest(make_manifest(status="finished"))
     assert synced  # the new content was on disk before the rename was attempted
     assert run.read_manifest().status == "running"  # the old manifest, whole
     monkeypatch.undo()
     run.write_manifest(make_manifest(status="finished", finished_at=1010.0))
     assert run.read_manifest().status == "finished"
-    assert sorted(p.name for p in run.path.iterdir() if not p.name.startswith(".")) == [
-        "episodes.jsonl",
-        "manifest.json",
-    ]
+    assert sorted(p.name for p in run.path.iterdir()) == ["episodes.jsonl", "manifest.json"]
+
+
+def test_a_full_disk_keeps_the_old_manifest_and_leaves_no_temp_file(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    run = RunDir.create(tmp_path, make_manifest())
+    disk = FullDisk(f".manifest.json.{os.getpid()}.tmp", whole_writes=0).install(monkeypatch)
+    with pytest.raises(StoreWriteError) as raised:
+        run.write_manifest(make_manifest(status="finished"))
+    assert str(raised.value) == f"cannot write {run.manifest_path}: No space left on device"
+    assert raised.value.errno == errno.ENOSPC and disk.refused == 1
+    assert run.read_manifest().status == "running"
+    assert sorted(p.name for p in run.path.iterdir()) == ["episodes.jsonl", "manifest.json"]
+
+
+@pytest.mark.parametrize("whole_writes", [0, 1, 3])
+def test_a_full_disk_mid_append_leaves_the_log_as_it_was(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, whole_writes: int
+) -> None:
+    run = RunDir.create(tmp_path, make_manifest())
+    disk = FullDisk("episodes.jsonl", whole_writes).install(monkeypatch)
+    for sample in range(whole_writes):
+        run.append(make_record(sample=sample, trajectory=make_trajectory()))
+    before = run.episodes_path.read_bytes()
+    with pytest.raises(StoreWriteError, match=r"episodes.jsonl: No space left on device$"):
+        run.append(make_record(sample=99, trajectory=make_trajectory()))
+    assert disk.refused == 1  # half the line went in first, then the disk was full
+    assert run.episodes_path.read_bytes() == before  # cut back: no torn line, nothing lost
+    with pytest.raises(StoreWriteError):  # a batch is all or nothing too
+        run.extend([make_record(sample=100), make_record(sample=101)])
+    assert run.episodes_path.read_bytes() == before
+    monkeypatch.undo()  # room again: the run resumes where it stopped
+    run.append(make_record(sample=99))
+    assert [r.sample for r in run.records()] == [*range(whole_writes), 99]
+
+
+def test_an_unwritable_log_is_a_store_write_error(tmp_path: Path) -> None:
+    run = RunDir.create(tmp_path, make_manifest())
+    run.episodes_path.unlink()
+    run.episodes_path.mkdir()  # open() fails with EISDIR, as it would with EROFS or EACCES
+    with pytest.raises(StoreWriteError, match=r"cannot write .*episodes.jsonl: Is a directory"):
+        run.append(make_record())
 
 
 def test_append_and_read_back_with_a_trajectory(tmp_path: Path) -> None:
