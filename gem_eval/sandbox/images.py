@@ -3,9 +3,9 @@
 No image registry is reachable on air-gapped machines, so ``gem-eval sandbox
 build-base`` makes the base image from Debian's packages: ``debootstrap --variant=minbase``
 into a directory, a user ``agent`` (uid 1000) and ``/workspace`` owned by it, then
-``docker import``. The result is saved to the cache directory (``docker save``) so the
-next build on a machine with a cold Docker (a CI runner) is a ``docker load`` of a few
-seconds instead of a debootstrap of a minute or more.
+``docker import``. The result is saved to the cache (``docker save``, see
+:func:`base_entry`) so the next build on a machine with a cold Docker (a CI runner) is a
+``docker load`` of a few seconds instead of a debootstrap of a minute or more.
 """
 
 from __future__ import annotations
@@ -18,10 +18,10 @@ import shutil
 import subprocess
 import tarfile
 import tempfile
-import threading
 from collections.abc import Callable
 from pathlib import Path
 
+from gem_eval.cache import CacheEntry, cache_dir, file_lock
 from gem_eval.errors import SandboxUnavailableError, UserError
 from gem_eval.sandbox import docker_client
 
@@ -32,11 +32,7 @@ DEFAULT_MIRROR = "http://deb.debian.org/debian"
 _RECIPE = f"{SUITE} minbase {' '.join(PACKAGES)} user=agent:1000 workdir=/workspace v2"
 RECIPE_HASH = hashlib.sha256(_RECIPE.encode()).hexdigest()[:12]
 RECIPE_LABEL = "gem-eval.recipe"
-
-
-def cache_dir() -> Path:
-    root = os.environ.get("GEM_EVAL_CACHE") or Path.home() / ".cache" / "gem-eval"
-    return Path(root) / "images"
+BASE_TARBALL = "image.tar"
 
 
 def apt_mirror() -> str:
@@ -66,6 +62,16 @@ def image_recipe(tag: str) -> str | None:
     return str(image.labels.get(RECIPE_LABEL, ""))
 
 
+def base_entry() -> CacheEntry:
+    """The saved base image: ``images/base-<recipe>/image.tar`` in the cache (a directory
+    entry, so its manifest records the tarball's size and a truncated one is not loaded)."""
+    return CacheEntry(cache_dir("images") / f"base-{RECIPE_HASH}", check=_has_tarball)
+
+
+def _has_tarball(entry: Path) -> bool:
+    return (entry / BASE_TARBALL).is_file()
+
+
 def ensure_base(
     tag: str = BASE_IMAGE,
     *,
@@ -74,25 +80,34 @@ def ensure_base(
     log: Callable[[str], None] = lambda _: None,
 ) -> str:
     """Make sure the base image exists, building it if needed; how it was obtained
-    (``"present"``, ``"loaded"`` from the cache, or ``"built"``)."""
+    (``"present"``, ``"loaded"`` from the cache, or ``"built"``).
+
+    Processes that ask at once take turns (the cache entry's lock): one builds, the
+    next finds the image present."""
     if not force and image_recipe(tag) == RECIPE_HASH:
         return "present"
-    cached = cache_dir() / f"base-{RECIPE_HASH}.tar"
-    docker = docker_client.client()
-    if not force and cached.exists():
-        log(f"loading {cached}")
-        with cached.open("rb") as f:
-            (image,) = docker.images.load(f)
-        image.tag(tag)
-        return "loaded"
-    _build(tag, mirror or apt_mirror(), log)
-    log(f"saving {cached}")
-    cached.parent.mkdir(parents=True, exist_ok=True)
-    partial = cached.with_suffix(".partial")
-    with partial.open("wb") as f:
-        for chunk in docker.images.get(tag).save(named=True):
-            f.write(chunk)
-    partial.replace(cached)
+    entry = base_entry()
+    with entry.lock():
+        if not force and image_recipe(tag) == RECIPE_HASH:
+            return "present"
+        docker = docker_client.client()
+        if not force and entry.ready():
+            cached = entry.path / BASE_TARBALL
+            log(f"loading {cached}")
+            with cached.open("rb") as f:
+                (image,) = docker.images.load(f)
+            image.tag(tag)
+            return "loaded"
+        _build(tag, mirror or apt_mirror(), log)
+        log(f"saving {entry.path / BASE_TARBALL}")
+
+        def save(directory: Path) -> None:
+            directory.mkdir()
+            with (directory / BASE_TARBALL).open("wb") as f:
+                for chunk in docker.images.get(tag).save(named=True):
+                    f.write(chunk)
+
+        entry.publish(save)
     return "built"
 
 
@@ -141,8 +156,7 @@ def _run(argv: list[str | Path]) -> None:
 
 
 BUILT_REPOSITORY = "gem-eval/task"
-_build_locks: dict[str, threading.Lock] = {}
-_locks_lock = threading.Lock()
+"""Every task and service image gem-eval builds is ``gem-eval/task:<context hash>``."""
 
 
 def context_hash(context: Path, dockerfile_text: str) -> str:
@@ -173,9 +187,8 @@ def build_image(
         raise UserError(f"{path}: no such Dockerfile")
     text = rewrite_dockerfile(path.read_text(), image_map or {})
     tag = f"{BUILT_REPOSITORY}:{context_hash(context, text)}"
-    with _locks_lock:
-        lock = _build_locks.setdefault(tag, threading.Lock())
-    with lock:
+    # One build per tag across threads and processes: the next caller finds it built.
+    with file_lock(cache_dir("images") / "locks" / f"{tag.replace('/', '_')}.lock"):
         if image_recipe(tag) is not None:
             return tag
         for base in base_images(text):

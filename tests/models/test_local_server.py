@@ -121,7 +121,7 @@ def test_builtin_is_assembled_once(tmp_path: Path, monkeypatch: pytest.MonkeyPat
     assert first == second == tmp_path / "tiny.gguf"
     assert first.read_bytes() == b"GGUF weights"
     assert len(calls) == 1 and calls[0] != first  # written under a temporary name
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["tiny.gguf"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == [".tiny.gguf.lock", "tiny.gguf"]
 
 
 def test_failed_assembly_leaves_no_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -132,7 +132,7 @@ def test_failed_assembly_leaves_no_file(tmp_path: Path, monkeypatch: pytest.Monk
     monkeypatch.setitem(local_server.BUILTIN_MODELS, "tiny", BuiltinModel(assemble))
     with pytest.raises(OSError, match="disk full"):
         resolve_gguf("tiny", tmp_path)
-    assert list(tmp_path.iterdir()) == []
+    assert [p.name for p in tmp_path.iterdir()] == [".tiny.gguf.lock"]  # the lock only
 
 
 def test_missing_weights_package_gives_install_hint(

@@ -10,7 +10,8 @@
 
 Each service's image is built from ``images/<service>/`` once its server's packages are
 fetched on the host (npm / pip: the registries answer the host, and a container's HTTPS
-may not), into a cached build context; the image is cached by content.
+may not), into a cached build context (:mod:`gem_eval.cache`: one process fetches, a
+context missing a file is fetched again); the image is cached by content.
 """
 
 from __future__ import annotations
@@ -25,10 +26,10 @@ from abc import ABC, abstractmethod
 from pathlib import Path
 from typing import ClassVar
 
+from gem_eval.cache import CacheEntry, cache_dir
 from gem_eval.errors import SandboxUnavailableError
 from gem_eval.records import ToolSpec
 from gem_eval.sandbox.base import Sandbox
-from gem_eval.sandbox.images import cache_dir
 
 IMAGES = Path(__file__).parent / "images"
 TASK_DB = "mcp_task"
@@ -42,22 +43,30 @@ class Service(ABC):
     user: ClassVar[str] = "agent"
     slow_start: ClassVar[bool] = False  # setup may overlap the MCP server's start
 
+    required: ClassVar[tuple[str, ...]] = ("Dockerfile",)
+    """Files a prepared context must hold (beyond its manifest) to be used."""
+
     def build_context(self) -> Path:
-        """The image's build context, prepared (server packages fetched) and cached."""
+        """The image's build context, prepared (server packages fetched) and cached.
+
+        Safe when several episodes or processes ask at once: one fetches, the others
+        wait and use its context; a context missing a file is fetched again."""
         source = IMAGES / self.name
         digest = hashlib.sha256()
         for path in sorted(p for p in source.rglob("*") if p.is_file()):
             digest.update(path.name.encode() + b"\0" + path.read_bytes())
-        context = cache_dir().parent / "services" / f"{self.name}-{digest.hexdigest()[:12]}"
-        if not (context / ".ready").exists():
-            partial = context.with_suffix(".partial")
-            shutil.rmtree(partial, ignore_errors=True)
-            shutil.copytree(source, partial)
-            self.fetch(partial)
-            (partial / ".ready").write_text("")
-            shutil.rmtree(context, ignore_errors=True)
-            partial.rename(context)
-        return context
+        name = f"{self.name}-{digest.hexdigest()[:12]}"
+        entry = CacheEntry(cache_dir("services") / name, check=self._complete)
+
+        def build(context: Path) -> None:
+            shutil.copytree(source, context)
+            self.fetch(context)
+
+        entry.ensure(build)
+        return entry.path
+
+    def _complete(self, context: Path) -> bool:
+        return all((context / name).exists() for name in self.required)
 
     @abstractmethod
     def fetch(self, context: Path) -> None:
@@ -99,6 +108,7 @@ class FilesystemService(Service):
     """``filesystem`` (see the module docstring)."""
 
     name = "filesystem"
+    required = ("Dockerfile", "node_modules/@modelcontextprotocol/server-filesystem/dist/index.js")
     server = (
         "/opt/mcp-filesystem/node_modules/@modelcontextprotocol/server-filesystem/dist/index.js"
     )
@@ -136,6 +146,7 @@ class PostgresService(Service):
     """``postgres`` (see the module docstring)."""
 
     name = "postgres"
+    required = ("Dockerfile", "server.py", "site/mcp/__init__.py")
     slow_start = True  # its server connects on the first call
     python = "3.11"  # Debian bookworm's, in the image
 

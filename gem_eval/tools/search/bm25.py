@@ -2,8 +2,9 @@
 
 The index is built once per corpus and cached as a SQLite file named by a hash of the
 corpus bytes and the index settings, so a changed corpus gets a new index and an unchanged
-one is never rebuilt. It is written to a temporary file and renamed into place: a reader
-(another process of the same run, say) sees either no index or a whole one.
+one is never rebuilt. It is a :class:`gem_eval.cache.CacheEntry`: one thread or process
+builds it (under a lock) into a temporary file renamed into place, so a reader sees either
+no index or a whole one, and a damaged index is built again.
 """
 
 from __future__ import annotations
@@ -15,11 +16,11 @@ import json
 import os
 import re
 import sqlite3
-import tempfile
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
+from gem_eval.cache import CacheEntry, cache_dir
 from gem_eval.errors import UserError
 from gem_eval.tools.search.backend import Hit, SearchBackend
 
@@ -65,9 +66,7 @@ class CorpusFields:
 
 def default_cache_dir() -> Path:
     """``$GEM_EVAL_CACHE/search``, or ``~/.cache/gem-eval/search`` when it is not set."""
-    root = os.environ.get("GEM_EVAL_CACHE")
-    base = Path(root).expanduser() if root else Path.home() / ".cache" / "gem-eval"
-    return base / "search"
+    return cache_dir("search")
 
 
 def match_expression(query: str) -> str | None:
@@ -138,8 +137,7 @@ class BM25Backend(SearchBackend):
         self.built = False
         self.documents = self._open_existing()
         if self.documents is None:
-            self.documents = self._build(data)
-            self.built = True
+            self.documents = self._build(read_corpus(self.corpus, data, self.fields))
 
     async def search(self, query: str, k: int) -> list[Hit]:
         expression = match_expression(query)
@@ -159,9 +157,9 @@ class BM25Backend(SearchBackend):
             "index_version": INDEX_VERSION,
         }
 
-    def _connect(self) -> sqlite3.Connection:
+    def _connect(self, path: Path | None = None) -> sqlite3.Connection:
         # The file is never changed once renamed into place (only replaced): immutable.
-        uri = f"{self.index_path.resolve().as_uri()}?mode=ro&immutable=1"
+        uri = f"{(path or self.index_path).resolve().as_uri()}?mode=ro&immutable=1"
         return sqlite3.connect(uri, uri=True, check_same_thread=False)
 
     def _search(self, expression: str, k: int) -> list[Hit]:
@@ -169,36 +167,34 @@ class BM25Backend(SearchBackend):
             rows = db.execute(_QUERY, (self.title_weight, expression, k)).fetchall()
         return [Hit(id=i, title=t, text=x, url=u, score=-rank) for i, t, x, u, rank in rows]
 
-    def _open_existing(self) -> int | None:
+    def _open_existing(self, path: Path | None = None) -> int | None:
         """The document count of the cached index, or ``None`` when there is none usable."""
-        if not self.index_path.is_file():
+        path = path or self.index_path
+        if not path.is_file():
             return None
         try:
-            with contextlib.closing(self._connect()) as db:
+            with contextlib.closing(self._connect(path)) as db:
                 row = db.execute("SELECT value FROM meta WHERE key = 'documents'").fetchone()
         except sqlite3.DatabaseError:  # damaged or foreign: build it again
             return None
         return int(row[0]) if row else None
 
-    def _build(self, data: bytes) -> int:
-        rows = read_corpus(self.corpus, data, self.fields)
-        directory = self.index_path.parent
+    def _build(self, rows: list[Row]) -> int:
+        """Build the index (the corpus already read, so a bad one fails before the cache
+        is touched); another thread or process may have built it meanwhile."""
+        entry = CacheEntry(self.index_path, check=lambda p: self._open_existing(p) is not None)
+
+        def write(tmp: Path) -> None:
+            _write_index(tmp, rows, self.corpus_sha256)
+
         try:
-            directory.mkdir(parents=True, exist_ok=True)
-            fd, tmp = tempfile.mkstemp(prefix=f".{self.index_path.stem}.", dir=directory)
-            os.close(fd)
+            self.built = entry.ensure(write)
         except OSError as exc:
             raise UserError(
-                f"cannot write the search index in {directory}: {exc.strerror}"
+                f"cannot write the search index in {self.index_path.parent}: {exc.strerror}"
                 " (set GEM_EVAL_CACHE to a writable directory)"
             ) from None
-        try:
-            _write_index(Path(tmp), rows, self.corpus_sha256)
-            os.replace(tmp, self.index_path)
-        finally:
-            with contextlib.suppress(FileNotFoundError):
-                os.unlink(tmp)
-        return len(rows)
+        return len(rows)  # the same corpus and settings, whoever built it
 
 
 def _write_index(path: Path, rows: list[Row], corpus_sha256: str) -> None:
