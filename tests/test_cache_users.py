@@ -4,7 +4,9 @@ local model's GGUF. Docker, npm and pip are replaced by slow fakes that log each
 
 from __future__ import annotations
 
+import io
 import json
+import tarfile
 import threading
 import time
 from collections.abc import Iterator
@@ -100,6 +102,29 @@ def test_processes_preparing_one_service_context_fetch_once(tmp_path: Path) -> N
 # The base image: a fake Docker whose "image" is present once built or loaded.
 
 
+def tar_of(members: dict[str, bytes]) -> bytes:
+    """A tar as Go's archive/tar (Docker) writes it: the members, then two zero blocks
+    (Python's tarfile pads further, to a 10 KiB record)."""
+    buffer = io.BytesIO()
+    with tarfile.open(fileobj=buffer, mode="w") as tar:
+        for name, data in members.items():
+            info = tarfile.TarInfo(name)
+            info.size = len(data)
+            tar.addfile(info, io.BytesIO(data))
+        end = tar.offset
+    return buffer.getvalue()[:end] + bytes(1024)
+
+
+# What `docker save` writes: layers (tars themselves, ending in zero blocks), then
+# manifest.json.
+SAVED = tar_of(
+    {
+        "abc/layer.tar": tar_of({"etc/hostname": b"base\n" * 300}),
+        "manifest.json": b'[{"Config": "abc.json", "Layers": ["abc/layer.tar"]}]',
+    }
+)
+
+
 class FakeDocker:
     def __init__(self) -> None:
         self.present = False
@@ -116,7 +141,7 @@ class FakeDocker:
         return self
 
     def save(self, named: bool) -> Iterator[bytes]:
-        yield from (b"layer-1 " * 1000, b"layer-2 " * 1000)
+        yield from (SAVED[:1000], SAVED[1000:])
 
     def load(self, f: Any) -> list[FakeDocker]:
         self.loaded.append(f.read())
@@ -143,20 +168,25 @@ def test_threads_asking_for_the_base_image_build_it_once(docker: FakeDocker) -> 
     with ThreadPoolExecutor(4) as pool:
         how = sorted(pool.map(lambda _: images.ensure_base(), range(4)))
     assert how == ["built", "present", "present", "present"] and docker.builds == 1
-    tarball = images.base_entry().path / images.BASE_TARBALL
-    assert tarball.read_bytes() == b"layer-1 " * 1000 + b"layer-2 " * 1000
+    tarball = images.base_entry().path
+    assert tarball.read_bytes() == SAVED
     docker.present = False  # a cold Docker: the tarball is loaded, not rebuilt
-    assert images.ensure_base() == "loaded" and docker.loaded == [tarball.read_bytes()]
+    assert images.ensure_base() == "loaded" and docker.loaded == [SAVED]
 
 
-def test_a_truncated_base_tarball_is_not_loaded(docker: FakeDocker) -> None:
+@pytest.mark.parametrize("cut", ["mid_member", "after_the_layers", "in_the_end_blocks"])
+def test_a_truncated_base_tarball_is_not_loaded(docker: FakeDocker, cut: str) -> None:
     assert images.ensure_base() == "built"
-    tarball = images.base_entry().path / images.BASE_TARBALL
-    tarball.write_bytes(tarball.read_bytes()[:100])
+    tarball = images.base_entry().path
+    with tarfile.open(tarball) as tar:
+        manifest_at = tar.getmember("manifest.json").offset
+    size = {"mid_member": 700, "after_the_layers": manifest_at, "in_the_end_blocks": -512}
+    tarball.write_bytes(SAVED[: size[cut]])
+    assert not images.whole_tarball(tarball)
     docker.present = False
     assert images.ensure_base() == "built"
     assert docker.loaded == [] and docker.builds == 2
-    assert tarball.stat().st_size == len(b"layer-1 " * 1000 + b"layer-2 " * 1000)
+    assert tarball.read_bytes() == SAVED
 
 
 def test_processes_asking_for_the_base_image_build_it_once(tmp_path: Path) -> None:
@@ -169,7 +199,7 @@ def test_processes_asking_for_the_base_image_build_it_once(tmp_path: Path) -> No
         class Docker:
             images = None
             def get(self, tag): return self
-            def save(self, named): yield b"layers"
+            def save(self, named): yield {SAVED!r}
 
         def build(tag, mirror, log):
             time.sleep(0.5)

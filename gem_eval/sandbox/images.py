@@ -32,7 +32,6 @@ DEFAULT_MIRROR = "http://deb.debian.org/debian"
 _RECIPE = f"{SUITE} minbase {' '.join(PACKAGES)} user=agent:1000 workdir=/workspace v2"
 RECIPE_HASH = hashlib.sha256(_RECIPE.encode()).hexdigest()[:12]
 RECIPE_LABEL = "gem-eval.recipe"
-BASE_TARBALL = "image.tar"
 
 
 def apt_mirror() -> str:
@@ -63,13 +62,26 @@ def image_recipe(tag: str) -> str | None:
 
 
 def base_entry() -> CacheEntry:
-    """The saved base image: ``images/base-<recipe>/image.tar`` in the cache (a directory
-    entry, so its manifest records the tarball's size and a truncated one is not loaded)."""
-    return CacheEntry(cache_dir("images") / f"base-{RECIPE_HASH}", check=_has_tarball)
+    """The saved base image, ``images/base-<recipe>.tar`` in the cache (``docker save``)."""
+    return CacheEntry(cache_dir("images") / f"base-{RECIPE_HASH}.tar", check=whole_tarball)
 
 
-def _has_tarball(entry: Path) -> bool:
-    return (entry / BASE_TARBALL).is_file()
+def whole_tarball(path: Path) -> bool:
+    """Whether ``path`` is a whole ``docker save`` archive: every member readable, a
+    ``manifest.json`` among them, and the archive's closing zero blocks at its end (a
+    layer is itself a tar ending in zeros, so a cut after a member needs the other two)."""
+    size = path.stat().st_size
+    if size < 1024 or size % 512:
+        return False
+    with path.open("rb") as f:
+        f.seek(size - 1024)
+        if f.read() != bytes(1024):
+            return False
+    try:
+        with tarfile.open(path) as tar:
+            return "manifest.json" in tar.getnames()
+    except (tarfile.TarError, OSError):
+        return False
 
 
 def ensure_base(
@@ -92,18 +104,16 @@ def ensure_base(
             return "present"
         docker = docker_client.client()
         if not force and entry.ready():
-            cached = entry.path / BASE_TARBALL
-            log(f"loading {cached}")
-            with cached.open("rb") as f:
+            log(f"loading {entry.path}")
+            with entry.path.open("rb") as f:
                 (image,) = docker.images.load(f)
             image.tag(tag)
             return "loaded"
         _build(tag, mirror or apt_mirror(), log)
-        log(f"saving {entry.path / BASE_TARBALL}")
+        log(f"saving {entry.path}")
 
-        def save(directory: Path) -> None:
-            directory.mkdir()
-            with (directory / BASE_TARBALL).open("wb") as f:
+        def save(tarball: Path) -> None:
+            with tarball.open("wb") as f:
                 for chunk in docker.images.get(tag).save(named=True):
                     f.write(chunk)
 
