@@ -102,6 +102,11 @@ class MissingAPIKeyError(UserError):
     """The provider of a model needs an API key that is not set."""
 
 
+class ModelConfigError(UserError):
+    """A model cannot be used as configured: its server cannot be reached, or refuses
+    the key. Found before the first episode; exit code 2."""
+
+
 class SandboxError(GemEvalError):
     """The sandbox failed (a container died, the daemon went away): an infrastructure
     failure, reported as ``infra_error`` and never scored as the model's."""

@@ -16,7 +16,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field, model_validator
 
-from gem_eval.agent.trajectory import SCORED_OUTCOMES, Outcome, Trajectory
+from gem_eval.agent.trajectory import Trajectory
+from gem_eval.outcomes import Outcome, is_scored
 
 RECORD_SCHEMA_VERSION = 1
 
@@ -173,7 +174,8 @@ class EpisodeRecord(BaseModel):
     sample: int
     epoch: int
     seed: int | None = None
-    outcome: Outcome | Literal["cancelled"]
+    outcome: Outcome
+    """How it ended: see :mod:`gem_eval.outcomes`."""
     score: float | None
     success: bool
     turns: int
@@ -188,8 +190,8 @@ class EpisodeRecord(BaseModel):
 
     @property
     def scored(self) -> bool:
-        """False for episodes an infrastructure failure (or Ctrl-C) cut short."""
-        return self.outcome in SCORED_OUTCOMES
+        """Whether the episode counts in scores (see :mod:`gem_eval.outcomes`)."""
+        return is_scored(self.outcome)
 
 
 EPISODE_COLUMNS = [
@@ -213,10 +215,13 @@ EPISODE_COLUMNS = [
 """The per-episode columns of the index (and of leaderboard data frames), in order."""
 
 
-RERUN_ON_RESUME = ("cancelled", "infra_error", "env_error")
-"""Outcomes of episodes that are not done: never scored, and ``--resume`` plays them again."""
-
-RunStatus = Literal["running", "finished", "interrupted", "budget_exhausted", "failed"]
+RunStatus = Literal[
+    "running", "finished", "incomplete", "interrupted", "budget_exhausted", "failed"
+]
+"""``finished``: every episode was played and scored. ``incomplete``: every episode was
+played, some not scored (``--resume`` plays those again). ``interrupted``: Ctrl-C or
+SIGTERM. ``budget_exhausted``: ``--max-cost`` stopped it. ``failed``: a configuration
+error stopped it, gem-eval failed (``harness_error``, a full disk), or it crashed."""
 
 
 class RunManifest(BaseModel):
@@ -238,7 +243,12 @@ class RunManifest(BaseModel):
     started_at: float
     finished_at: float | None = None
     status: RunStatus = "running"
+    error: str | None = None
+    """Why the run failed or stopped early (one line), when it did."""
     max_cost_usd: float | None = None
     resources: dict[str, Any] = Field(default_factory=dict)
     """Sandboxes (kinds, images) and tool kits (MCP server names and versions) used."""
+    sessions: list[dict[str, Any]] = Field(default_factory=list)
+    """One entry per ``--resume``: when, the connection settings it changed, and the
+    measured settings it changed with ``--force``."""
     extra: dict[str, Any] = Field(default_factory=dict)

@@ -11,11 +11,11 @@ import time
 from collections.abc import Callable, Sequence
 
 from gem_eval.agent import tool_calls
+from gem_eval.agent.failures import Stage, describe, formatted_traceback, outcome_of
 from gem_eval.agent.limits import Limits
 from gem_eval.agent.redact import Redactor
 from gem_eval.agent.trajectory import Step, ToolEvent, Trajectory
 from gem_eval.core import Env
-from gem_eval.errors import ModelCallError, SandboxError
 from gem_eval.models.base import GenerateConfig, Message, Model, ModelOutput
 from gem_eval.sandbox.base import Sandbox
 from gem_eval.tools.base import Tool
@@ -37,8 +37,9 @@ async def run_episode(
 ) -> Trajectory:
     """Play one episode of ``env`` with ``model``; return its full record.
 
-    Failures do not raise: they end the episode with an outcome (``model_error``,
-    ``env_error``, ``infra_error``) and the error message, redacted.
+    Failures do not raise: they end the episode with an outcome (see
+    :mod:`gem_eval.agent.failures`) and the error message, redacted; a bug in gem-eval
+    (``harness_error``) keeps its traceback too.
 
     Args:
         env: The env (reset here with ``seed``).
@@ -67,6 +68,8 @@ async def run_episode(
     start = time.monotonic()
     try:
         await episode.play(seed, tool_mode, system_prompt, start)
+    except Exception as exc:  # not the model's, the env's or a resource's: gem-eval's bug
+        episode.fail(exc, "loop")
     finally:
         episode.traj.duration_s = time.monotonic() - start
     return _redacted(episode.traj, redactor or Redactor())
@@ -95,11 +98,8 @@ class _Episode:
         traj = self.traj
         try:
             obs, _ = await self.env.areset(seed)
-        except SandboxError as exc:  # the sandbox or its service failed: not the model's
-            self._fail("infra_error", exc)
-            return
         except Exception as exc:
-            self._fail("env_error", exc)
+            self.fail(exc, "env")
             return
         traj.initial_observation = obs
         system = system_prompt or ""
@@ -133,8 +133,8 @@ class _Episode:
             if calls:
                 try:
                     await self._run_tools(step, calls, mode)
-                except SandboxError as exc:
-                    self._fail("infra_error", exc)
+                except Exception as exc:  # a sandbox failure, or a bug in a tool's code
+                    self.fail(exc, "loop")
                     return
                 self._notify()
                 continue
@@ -158,12 +158,9 @@ class _Episode:
         except asyncio.TimeoutError:
             traj.outcome, traj.truncated_by = "truncated", "max_time"
             return None
-        except ModelCallError as exc:
-            traj.retries += exc.retries
-            self._fail("infra_error" if exc.transient else "model_error", exc)
-            return None
-        except Exception as exc:  # a bug or an unexpected client failure: not the model's fault
-            self._fail("infra_error", exc)
+        except Exception as exc:  # refused, retries ran out, or a bug in the client path
+            traj.retries += getattr(exc, "retries", 0)
+            self.fail(exc, "model")
             return None
         traj.usage = traj.usage + output.usage
         traj.retries += output.retries
@@ -195,11 +192,8 @@ class _Episode:
         """Send the answer to the env; True when the episode is over."""
         try:
             obs, reward, terminated, truncated, info = await self.env.astep(action)
-        except SandboxError as exc:  # grading in a sandbox that failed: not the model's
-            self._fail("infra_error", exc)
-            return True
-        except Exception as exc:
-            self._fail("env_error", exc)
+        except Exception as exc:  # grading in a sandbox that failed is infra_error
+            self.fail(exc, "env")
             return True
         step.action, step.observation, step.reward = action, obs, reward
         step.terminated, step.truncated, step.info = terminated, truncated, info
@@ -218,11 +212,8 @@ class _Episode:
             return
         try:
             reward, info = await finish()
-        except SandboxError as exc:
-            self._fail("infra_error", exc)
-            return
         except Exception as exc:
-            self._fail("env_error", exc)
+            self.fail(exc, "env")
             return
         traj = self.traj
         if not traj.steps:
@@ -233,9 +224,13 @@ class _Episode:
         traj.success = bool(info.get("success", reward > 0))
         self._notify()
 
-    def _fail(self, outcome: str, exc: BaseException) -> None:
+    def fail(self, exc: BaseException, stage: Stage) -> None:
+        """End the episode with the outcome ``exc`` at ``stage`` means."""
+        outcome = outcome_of(exc, stage)
         self.traj.outcome = outcome  # type: ignore[assignment]
-        self.traj.error = f"{type(exc).__name__}: {exc}"
+        self.traj.error = describe(exc)
+        if outcome == "harness_error":
+            self.traj.traceback = formatted_traceback(exc)
 
 
 def _assistant_message(output: ModelOutput, mode: str) -> Message:

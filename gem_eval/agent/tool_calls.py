@@ -94,8 +94,10 @@ async def execute(
     result.
 
     A tool that raises is reported as an error result too (its message is for the
-    model); the exception's type is kept in ``metadata["exception"]``. Only a
-    :class:`SandboxError` propagates: the sandbox failed, not the model.
+    model); the exception's type is kept in ``metadata["exception"]``. A
+    :class:`SandboxError` propagates (the sandbox failed, not the model), and so does a
+    tool whose ``call`` cannot take ``(arguments, sandbox)``: a bug in gem-eval or in
+    the tool, which must not pass for the model's mistake.
     """
     if call.error is not None:
         return ToolResult(output=f"Error: {call.error}", is_error=True)
@@ -110,8 +112,9 @@ async def execute(
     if problem is not None:
         return ToolResult(output=f"Error: {problem}", is_error=True)
     assert call.arguments is not None  # check_arguments accepted it
+    pending = tool.call(call.arguments, sandbox)  # a wrong signature raises here, outside
     try:
-        return await tool.call(call.arguments, sandbox)
+        return await pending
     except SandboxError:
         raise
     except Exception as exc:

@@ -7,29 +7,21 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import BaseModel, Field
+from pydantic import (
+    BaseModel,
+    Field,
+    SerializerFunctionWrapHandler,
+    model_serializer,
+    model_validator,
+)
 
 from gem_eval.models.base import Message, ModelOutput, Usage
+from gem_eval.outcomes import Outcome, is_scored
 from gem_eval.wrappers.episode_stats import Returns
 
-SCHEMA_VERSION = 1
-
-Outcome = Literal["completed", "truncated", "model_error", "env_error", "infra_error"]
-"""How an episode ended.
-
-* ``completed``: the env ended it (solved, lost, or out of the env's own turns).
-* ``truncated``: a harness limit ended it; ``truncated_by`` names the limit.
-* ``model_error``: the model's API refused the call for good (400, 401, 404 ...).
-* ``env_error``: the env raised.
-* ``infra_error``: a transient failure (rate limit, 5xx, timeout, connection, malformed
-  reply) outlasted the retries. Not the model's fault: exclude it from scores and
-  report it; never count it as a 0.
-"""
-
-SCORED_OUTCOMES = ("completed", "truncated", "model_error")
-"""Outcomes that count in scores; the others (``env_error``, ``infra_error``, and a
-record's ``cancelled``) are excluded from denominators, reported apart, and played again
-by ``--resume``."""
+SCHEMA_VERSION = 2
+"""2: a tool event's output is stored once, in the message the model read it from
+(``output_at``); version 1 records (output in both places) still load."""
 
 Limit = Literal["max_turns", "max_tokens", "max_time", "max_cost"]
 
@@ -60,7 +52,12 @@ class Step(BaseModel):
 
 
 class Trajectory(Returns, BaseModel):
-    """A whole episode."""
+    """A whole episode.
+
+    A tool's output is both in ``messages`` (what the model read) and in its
+    :class:`ToolEvent`; on disk it is written once: the event gets ``output_at``
+    (``[message index, start, end]``) instead of ``output`` and reads it back on load.
+    """
 
     schema_version: int = SCHEMA_VERSION
     env_id: str
@@ -71,12 +68,58 @@ class Trajectory(Returns, BaseModel):
     messages: list[Message] = Field(default_factory=list)
     steps: list[Step] = Field(default_factory=list)
     outcome: Outcome = "completed"
+    """How it ended: see :mod:`gem_eval.outcomes`."""
     truncated_by: Limit | None = None
     error: str | None = None
+    traceback: str | None = None
+    """For a ``harness_error``: where gem-eval's own code failed."""
     usage: Usage = Field(default_factory=Usage)
     retries: int = 0
     duration_s: float = 0.0
     success: bool = False
+
+    @model_serializer(mode="wrap")
+    def _store_outputs_once(self, handler: SerializerFunctionWrapHandler) -> Any:
+        data = handler(self)
+        messages = data.get("messages") if isinstance(data, dict) else None
+        if not messages:
+            return data
+        cursor = 0
+        for step in data.get("steps", []):
+            for event in step.get("tool_events", []):
+                output = event.get("output")
+                if not output:
+                    continue
+                for index in range(cursor, len(messages)):
+                    content = messages[index].get("content")
+                    start = content.find(output) if isinstance(content, str) else -1
+                    if start >= 0:
+                        del event["output"]
+                        event["output_at"] = [index, start, start + len(output)]
+                        cursor = index + 1
+                        break
+        return data
+
+    @model_validator(mode="before")
+    @classmethod
+    def _read_outputs_back(cls, data: Any) -> Any:
+        if not isinstance(data, dict) or not data.get("messages"):
+            return data
+        messages = data["messages"]
+
+        def event_read(event: Any) -> Any:
+            if not isinstance(event, dict) or "output_at" not in event:
+                return event
+            index, start, end = event["output_at"]
+            rest = {k: v for k, v in event.items() if k != "output_at"}
+            return {**rest, "output": messages[index]["content"][start:end]}
+
+        def step_read(step: Any) -> Any:
+            if not isinstance(step, dict) or not step.get("tool_events"):
+                return step
+            return {**step, "tool_events": [event_read(e) for e in step["tool_events"]]}
+
+        return {**data, "steps": [step_read(s) for s in data.get("steps") or []]}
 
     @property
     def rewards(self) -> list[float]:
@@ -85,5 +128,5 @@ class Trajectory(Returns, BaseModel):
 
     @property
     def scored(self) -> bool:
-        """False for episodes that an infrastructure or env failure cut short."""
-        return self.outcome in SCORED_OUTCOMES
+        """Whether the episode counts in scores (see :mod:`gem_eval.outcomes`)."""
+        return is_scored(self.outcome)

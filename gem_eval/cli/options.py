@@ -50,7 +50,10 @@ ApiKeyEnv = Annotated[
     ),
 ]
 ModelBackend = Annotated[
-    str, typer.Option(help="litellm, or openai (the direct client, for compatible servers).")
+    str | None,
+    typer.Option(
+        help="litellm, or openai (the direct client, for compatible servers).  [default: litellm]"
+    ),
 ]
 
 

@@ -42,7 +42,7 @@ def play(
         list[str] | None, typer.Option("--arg", "-a", help="Env parameter key=value.")
     ] = None,
     model_base_url: ModelBaseUrl = None,
-    model_backend: ModelBackend = "litellm",
+    model_backend: ModelBackend = None,
     max_turns: Annotated[int, typer.Option(help="Model calls allowed (harness limit).")] = 30,
     max_tokens: Annotated[
         int | None, typer.Option(help="Tokens per model reply (generation setting).")
@@ -63,7 +63,7 @@ def play(
     from gem_eval.agent import Limits, run_episode
     from gem_eval.models import GenerateConfig, get_model
 
-    chosen = get_model(model, base_url=model_base_url, backend=model_backend)
+    chosen = get_model(model, base_url=model_base_url, backend=model_backend or "litellm")
     config = GenerateConfig(temperature=temperature, max_tokens=max_tokens)
 
     async def episode() -> Any:

@@ -14,9 +14,8 @@ from typing import Any
 from rich.console import Console
 from rich.progress import BarColumn, Progress, TextColumn, TimeRemainingColumn
 
-from gem_eval.records import RERUN_ON_RESUME, EpisodeRecord
-
-_ERRORS = ("model_error", *RERUN_ON_RESUME)
+from gem_eval.outcomes import ERROR_OUTCOMES
+from gem_eval.records import EpisodeRecord
 
 
 class _Tally:
@@ -34,7 +33,7 @@ class _Tally:
         self.done += 1
         self.tokens += record.input_tokens + record.output_tokens
         self.cost += record.cost_usd or 0.0
-        if record.outcome in _ERRORS:
+        if record.outcome in ERROR_OUTCOMES:
             self.errors[record.outcome] += 1
         if record.scored:
             self.scored += 1

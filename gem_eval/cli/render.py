@@ -152,5 +152,35 @@ def run_summary(results_dir: Any, run_id: str, summary: Any) -> None:
     if len(frame):
         title = f"run {run_id}: {summary.status}"
         print_whole(summary_table(summarize(frame, by=("model", "task_id")), title=title))
-    counts = ", ".join(f"{n} {k}" for k, n in sorted(summary.outcomes.items())) or "nothing played"
-    console.print(f"this session: {counts}; exit code {summary.exit_code}")
+    for line in outcome_lines(summary.outcomes, summary.first_errors):
+        console.print(line, markup=False)
+
+
+def outcome_lines(outcomes: dict[str, int], first_errors: dict[str, str]) -> list[str]:
+    """One line for the scored episodes, and one per outcome of those not scored, with
+    its count, what it means for the run, and its first error."""
+    from gem_eval.outcomes import OUTCOMES
+
+    scored = {k: n for k, n in outcomes.items() if n and OUTCOMES[k].scored}
+    parts = ", ".join(f"{n} {k}" for k, n in scored.items())
+    lines = [f"this session: {sum(scored.values())} scored" + (f" ({parts})" if parts else "")]
+    meaning = {
+        "config": "the run was set up wrong and stopped",
+        "harness": "a bug in gem-eval: the record keeps the traceback",
+        "incomplete": "not scored; --resume plays them again",
+    }
+    for name, info in OUTCOMES.items():
+        n = outcomes.get(name, 0)
+        if not n or info.scored:
+            continue
+        line = f"  {n} {name}: {meaning[info.exit_class]}"
+        first = first_errors.get(name)
+        if first:
+            line += f"; first: {_clip(first, 300)}"
+        lines.append(line)
+    return lines
+
+
+def _clip(text: str, width: int) -> str:
+    one = " ".join(text.split())
+    return one if len(one) <= width else one[: width - 3] + "..."

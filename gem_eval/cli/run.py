@@ -34,7 +34,9 @@ def run(
     epochs: Annotated[int | None, typer.Option(help="Attempts per sample (pass@k).")] = None,
     seed: Annotated[int | None, typer.Option(help="Base seed of the samples.")] = None,
     max_turns: Annotated[int | None, typer.Option(help="Model calls per episode.")] = None,
-    concurrency: Annotated[int, typer.Option(min=1, help="Episodes in flight.")] = 64,
+    concurrency: Annotated[
+        int | None, typer.Option(min=1, help="Episodes in flight.  [default: 64]")
+    ] = None,
     max_cost: Annotated[
         float | None, typer.Option(help="Stop scheduling once the run cost this many USD.")
     ] = None,
@@ -43,7 +45,7 @@ def run(
         typer.Option("--model-arg", "-M", help="Generation setting key=value (temperature=0.7)."),
     ] = None,
     model_base_url: ModelBaseUrl = None,
-    model_backend: ModelBackend = "litellm",
+    model_backend: ModelBackend = None,
     api_key_env: ApiKeyEnv = None,
     max_connections: Annotated[
         int | None,
@@ -54,10 +56,10 @@ def run(
         ),
     ] = None,
     max_retries: Annotated[
-        int | None, typer.Option(help="Retries of a failed model call (default 6).")
+        int | None, typer.Option(help="Retries of a failed model call.  [default: 6]")
     ] = None,
     timeout: Annotated[
-        float | None, typer.Option(help="Seconds per model call (default 120).")
+        float | None, typer.Option(help="Longest model call, in seconds.  [default: 120]")
     ] = None,
     sandbox: Annotated[
         str | None,
@@ -67,6 +69,13 @@ def run(
         ),
     ] = None,
     image_map: ImageMap = None,
+    force: Annotated[
+        bool,
+        typer.Option(
+            help="With --resume: accept changes to what the run measures (seed, -M, "
+            "--max-turns, --limit, --epochs, --sandbox, --image-map, a changed suite file)."
+        ),
+    ] = False,
     results_dir: ResultsDir = DEFAULT_RESULTS_DIR,
     quiet: Annotated[
         bool,
@@ -75,65 +84,67 @@ def run(
 ) -> None:
     """Run a suite: every task, sample and epoch, for every model; record and score it.
 
-    Exit codes: 0 every episode scored; 3 some ended in infrastructure errors (recorded,
-    and --resume re-runs them); 4 --max-cost stopped the run; 130 interrupted (resumable);
-    2 bad input; 1 other failures.
+    Exit codes: 0 every episode scored; 3 some were not (infrastructure or env errors,
+    cancelled: recorded, and --resume plays them again); 4 --max-cost stopped the run;
+    130 interrupted (resumable); 2 bad input, or a model's configuration error (a refused
+    key, an unknown model, an unreachable server: the run stops at the first); 1 a
+    failure of gem-eval itself (harness_error, a full disk).
+
+    --resume may change how models are reached and the run's pace (--model-base-url,
+    --model-backend, --api-key-env, --timeout, --max-retries, --max-connections,
+    --concurrency, --max-cost); changes to what is measured need --force.
     """
     import asyncio
 
     from gem_eval.cli import render
     from gem_eval.cli.progress import LiveProgress, PlainProgress
     from gem_eval.records import ModelSpec
+    from gem_eval.runner.resume import ResumeRequest
     from gem_eval.runner.session import RunOptions, execute_run, plan_run
     from gem_eval.sandbox.image_map import parse_image_map
 
     if sandbox not in (None, "docker", "local", "local-unsafe"):
         raise UserError(f"unknown sandbox {sandbox!r}: choose docker, local or local-unsafe")
-    if model_backend not in ("litellm", "openai"):
+    if model_backend not in (None, "litellm", "openai"):
         raise UserError(f"unknown model backend {model_backend!r}: choose litellm or openai")
     overrides: dict[str, Any] = {}
     if max_turns is not None:
         overrides["limits"] = {"max_turns": max_turns}
     args = parse_key_values(model_arg or [], "--model-arg")
-    models = [
-        ModelSpec(
-            name=m,
-            base_url=model_base_url,
-            backend=model_backend,
-            args=args,
-            max_retries=max_retries,
-            timeout_s=timeout,
-            max_connections=max_connections,
-            api_key_env=api_key_env,
-        )
-        for m in model or []
-    ]
-    options = RunOptions(
-        limit=limit,
-        epochs=epochs,
-        seed=seed,
-        overrides=overrides,
-        concurrency=concurrency,
-        max_cost_usd=max_cost,
-        sandbox=sandbox,
-        image_map=parse_image_map(image_map or []),
-    )
+    connection: dict[str, Any] = {
+        "base_url": model_base_url,
+        "backend": model_backend,
+        "api_key_env": api_key_env,
+        "timeout_s": timeout,
+        "max_retries": max_retries,
+        "max_connections": max_connections,
+    }
+    measured: dict[str, Any] = {
+        "limit": limit,
+        "epochs": epochs,
+        "seed": seed,
+        "overrides": overrides or None,
+        "sandbox": sandbox,
+        "image_map": parse_image_map(image_map) if image_map else None,
+    }
+    control: dict[str, Any] = {"concurrency": concurrency, "max_cost_usd": max_cost}
+    request = None
     if resume is not None:
-        shaping = {
-            "--suite": suite,
-            "--model": model,
-            "--limit": limit,
-            "--epochs": epochs,
-            "--seed": seed,
-            "--max-turns": max_turns,
-            "--max-cost": max_cost,
-            "--sandbox": sandbox,
-            "--image-map": image_map,
-        }
-        given = [flag for flag, value in shaping.items() if value]
-        if given:
-            raise UserError(f"--resume replays the run as it was planned: drop {', '.join(given)}")
-    plan = plan_run(suite, models, options, results_dir, resume=resume)
+        request = ResumeRequest(
+            connection=connection,
+            options={**measured, **control},
+            model_args=args if model_arg else None,
+            suite=suite,
+            models=model,
+            force=force,
+        )
+    elif force:
+        raise UserError("--force goes with --resume")
+    given = {k: v for k, v in connection.items() if v is not None}
+    models = [ModelSpec(name=m, args=args, **given) for m in model or []]
+    settings = {k: v for k, v in {**measured, **control}.items() if v is not None}
+    options = RunOptions(**settings)
+    plan = plan_run(suite, models, options, results_dir, resume=resume, request=request)
     run_id = plan.manifest.run_id
     live = not quiet and sys.stderr.isatty()
     progress: Any = LiveProgress() if live else PlainProgress()
@@ -166,4 +177,8 @@ def run(
     render.run_summary(results_dir, run_id, summary)
     if summary.status == "interrupted":
         render.console.print(f"interrupted: resume with gem-eval run --resume {run_id}")
+    elif summary.failure() is not None:
+        print(f"error: {summary.failure()}", file=sys.stderr)
+    elif summary.exit_code == 3:
+        render.console.print(f"to play them again: gem-eval run --resume {run_id}")
     raise typer.Exit(summary.exit_code)

@@ -5,7 +5,6 @@ Importing this package is cheap: numpy, pandas and scipy are imported where they
 
 from __future__ import annotations
 
-from gem_eval.agent.trajectory import SCORED_OUTCOMES
 from gem_eval.metrics.compare import (
     Comparison,
     GateVerdict,
@@ -25,7 +24,8 @@ from gem_eval.metrics.stats import (
     pass_at_k,
     pass_hat_k,
 )
-from gem_eval.metrics.summary import ERROR_OUTCOMES, summarize
+from gem_eval.metrics.summary import summarize
+from gem_eval.outcomes import ERROR_OUTCOMES, SCORED_OUTCOMES
 
 __all__ = [
     "CI",

@@ -13,6 +13,8 @@ from typing import TYPE_CHECKING, Any, Literal
 from rich.markup import escape
 from rich.table import Table
 
+from gem_eval.outcomes import ERROR_OUTCOMES
+
 if TYPE_CHECKING:
     import pandas as pd
 
@@ -21,10 +23,11 @@ if TYPE_CHECKING:
 FileFormat = Literal["md", "csv", "json", "html"]
 FILE_FORMATS: tuple[FileFormat, ...] = ("md", "csv", "json", "html")
 
-_LABELS = {"task_id": "task", "cost_usd": "cost $", "accuracy": "acc", "infra_error": "infra",
-           "env_error": "env", "model_error": "model", "cancelled": "cancelled"}  # fmt: skip
+_LABELS = {"task_id": "task", "cost_usd": "cost $", "accuracy": "acc"} | {
+    name: name.removesuffix("_error") for name in ERROR_OUTCOMES
+}
 _COMPACT_HIDDEN = ("samples", "se", "pass@1", "pass^1")
-_ERRORS = ("infra_error", "env_error", "model_error", "cancelled")
+_ERRORS = ERROR_OUTCOMES
 _DIGITS = {"turns": 1, "cost_usd": 4}
 _KEYS = ("model", "task_id", "category", "run_id")
 

@@ -10,15 +10,11 @@ from collections import Counter
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from gem_eval.agent.trajectory import SCORED_OUTCOMES
 from gem_eval.metrics.stats import bootstrap_ci, mean_se, pass_at_k, pass_hat_k
-from gem_eval.records import RERUN_ON_RESUME
+from gem_eval.outcomes import ERROR_OUTCOMES, SCORED_OUTCOMES
 
 if TYPE_CHECKING:
     import pandas as pd
-
-ERROR_OUTCOMES = ("model_error", *RERUN_ON_RESUME)
-"""Outcomes counted in their own columns. All but ``model_error`` are left out of ``n``."""
 
 MISSING_GROUP = "(none)"
 """Shown for an episode with no value in a grouping column (a task without a category)."""
@@ -81,7 +77,7 @@ def summarize(
 
     Columns, after the ``by`` columns:
 
-    * ``n``: scored episodes (outcome completed, truncated or model_error); ``samples``.
+    * ``n``: scored episodes (see :data:`gem_eval.outcomes.SCORED_OUTCOMES`); ``samples``.
     * ``score``, ``se``, ``ci_low``, ``ci_high``: mean score, standard error, and the
       ``level`` percentile-bootstrap interval. ``accuracy``: mean success.
     * ``pass@k``, ``pass^k`` for each ``k`` of ``k_values`` (default: 1, 2, 4, ... up to the
@@ -90,9 +86,9 @@ def summarize(
       samples with ``n >= k`` (nan when none has).
     * ``turns``: mean over scored episodes. ``tokens`` and ``cost_usd``: totals over all
       episodes, since failed ones were paid for too (``cost_usd`` nan when never known).
-    * ``infra_error``, ``env_error``, ``model_error``, ``cancelled``: episode counts.
-      Infrastructure errors (infra_error, env_error, cancelled) are left out of every
-      statistic above; model errors are scored (as failures) and counted here as well.
+    * one column per outcome of :data:`gem_eval.outcomes.ERROR_OUTCOMES`: episode
+      counts. Unscored outcomes are left out of every statistic above; scored ones
+      (``model_error``) count as failures there and are counted here as well.
 
     Rows are sorted by the ``by`` columns after the first, then by score, best first.
     """

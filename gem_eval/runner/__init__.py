@@ -5,7 +5,9 @@ from __future__ import annotations
 from gem_eval.runner.executor import Executor, LocalExecutor
 from gem_eval.runner.runner import (
     EXIT_BUDGET,
-    EXIT_INFRA_ERRORS,
+    EXIT_CONFIG_ERROR,
+    EXIT_HARNESS_ERROR,
+    EXIT_INCOMPLETE,
     EXIT_INTERRUPTED,
     EXIT_OK,
     Runner,
@@ -15,7 +17,9 @@ from gem_eval.runner.scoring import score, to_record
 
 __all__ = [
     "EXIT_BUDGET",
-    "EXIT_INFRA_ERRORS",
+    "EXIT_CONFIG_ERROR",
+    "EXIT_HARNESS_ERROR",
+    "EXIT_INCOMPLETE",
     "EXIT_INTERRUPTED",
     "EXIT_OK",
     "Executor",

@@ -13,7 +13,7 @@ import time
 from abc import ABC, abstractmethod
 from typing import Any
 
-from gem_eval.agent import Limits, run_episode
+from gem_eval.agent import Limits, Redactor, run_episode
 from gem_eval.envs.hosted import HostedEnv
 from gem_eval.errors import GemEvalError
 from gem_eval.models.base import GenerateConfig, Model
@@ -69,13 +69,23 @@ class LocalExecutor(Executor):
         self.model_factory = model_factory
         self.provisioner = provisioner or Provisioner()
         self.models: dict[str, Model] = {}
+        self.redactor: Redactor | None = None
 
     async def start(self, models: list[ModelSpec]) -> None:
+        from gem_eval.models.chat_api import ChatAPIModel
+        from gem_eval.models.preflight import check_server
+
         for spec in models:
             if spec.name not in self.models:
                 model = self.model_factory(spec)
+                self.models[spec.name] = model  # closed by aclose, even if start fails
                 await model.start()
-                self.models[spec.name] = model
+                if isinstance(model, ChatAPIModel) and model.api_base is not None:
+                    await check_server(model.name, model.api_base, model.api_key)
+        # One redactor for the run: the environment's secrets and every model's key
+        # (read from a variable whose name need not look secret).
+        keys = [m.api_key for m in self.models.values() if isinstance(m, ChatAPIModel)]
+        self.redactor = Redactor(values=[k for k in keys if k])
 
     async def run(self, run_id: str, spec: EpisodeSpec) -> EpisodeRecord:
         started = time.time()
@@ -109,6 +119,7 @@ class LocalExecutor(Executor):
                     tool_mode=task.tool_mode,
                     system_prompt=task.system_prompt,
                     sandbox=sandbox,
+                    redactor=self.redactor,
                 )
         except GemEvalError as exc:  # no sandbox or tool server: not the model's fault
             return failed_record(run_id, spec, started, exc, outcome="infra_error")

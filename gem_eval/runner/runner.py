@@ -14,28 +14,46 @@ from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
-from gem_eval.records import RERUN_ON_RESUME, EpisodeRecord, EpisodeSpec, RunStatus
+from gem_eval.outcomes import OUTCOMES
+from gem_eval.records import EpisodeRecord, EpisodeSpec, RunStatus
 from gem_eval.runner.executor import Executor
-from gem_eval.runner.scoring import cancelled_record, failed_record
+from gem_eval.runner.scoring import cancelled_record, harness_record
 
 Sink = Callable[[EpisodeRecord], None]
 
 EXIT_OK = 0
-EXIT_INFRA_ERRORS = 3
+EXIT_HARNESS_ERROR = 1
+EXIT_CONFIG_ERROR = 2
+EXIT_INCOMPLETE = 3
 EXIT_BUDGET = 4
 EXIT_INTERRUPTED = 130
 """Exit codes of ``gem-eval run``: 0 when every episode was scored; 3 when some were not
 (infrastructure or env errors after retries, or cancelled: recorded, and ``--resume``
 plays them again); 4 when ``--max-cost`` stopped the run; 130 on Ctrl-C or SIGTERM
-(resumable). 1 and 2 are gem-eval's and the user's errors."""
+(resumable); 2 when the run is set up wrong (a bad suite or option, or a configuration
+error of a model: a refused key, an unknown model, an unreachable server: the run stops
+at the first); 1 when gem-eval itself failed (a ``harness_error``, a full disk)."""
+
+_EXIT_CODES = {"config": EXIT_CONFIG_ERROR, "harness": EXIT_HARNESS_ERROR}
 
 
 @dataclass
 class RunSummary:
-    """How a run went."""
+    """How a run went.
+
+    Attributes:
+        status: The run's status (as in its manifest).
+        outcomes: Episodes recorded in this session, by outcome.
+        first_errors: The first error message of each outcome that has one.
+        stopped_by: Why the runner stopped scheduling early (an episode's configuration
+            error), or ``None``.
+        cost_usd: What the run has cost, earlier sessions included.
+    """
 
     status: RunStatus
     outcomes: Counter[str] = field(default_factory=Counter)
+    first_errors: dict[str, str] = field(default_factory=dict)
+    stopped_by: str | None = None
     cost_usd: float = 0.0
     skipped: int = 0
 
@@ -43,11 +61,35 @@ class RunSummary:
     def exit_code(self) -> int:
         if self.status == "interrupted":
             return EXIT_INTERRUPTED
-        if any(self.outcomes[o] for o in RERUN_ON_RESUME):
-            return EXIT_INFRA_ERRORS
+        classes = {OUTCOMES[o].exit_class for o, n in self.outcomes.items() if n}
+        for exit_class in ("config", "harness"):
+            if exit_class in classes:
+                return _EXIT_CODES[exit_class]
+        if "incomplete" in classes:
+            return EXIT_INCOMPLETE
         if self.status == "budget_exhausted":
             return EXIT_BUDGET
         return EXIT_OK
+
+    def failure(self) -> str | None:
+        """One line on why the run failed, or ``None``."""
+        if self.stopped_by is not None:
+            return self.stopped_by
+        harness = self.outcomes["harness_error"]
+        if harness:
+            first = self.first_errors.get("harness_error", "")
+            return f"{harness} harness_error (a bug in gem-eval); first: {first}"
+        return None
+
+    def settle(self) -> None:
+        """Set the final status from what was recorded (after a run that was not
+        interrupted): ``failed`` when a configuration error stopped it or gem-eval
+        failed, ``incomplete`` when episodes remain to be played again, else as it is."""
+        classes = {OUTCOMES[o].exit_class for o, n in self.outcomes.items() if n}
+        if self.stopped_by is not None or "harness" in classes:
+            self.status = "failed"
+        elif "incomplete" in classes and self.status == "finished":
+            self.status = "incomplete"
 
 
 class Runner:
@@ -91,7 +133,7 @@ class Runner:
         try:
             for spec in specs:
                 await slots.acquire()
-                if self._sink_error is not None:
+                if self._sink_error is not None or self.summary.stopped_by is not None:
                     break
                 if self._over_budget():
                     slots.release()
@@ -101,6 +143,9 @@ class Runner:
                 in_flight[task] = (spec, time.time())
                 task.add_done_callback(lambda t: self._finished(t, in_flight, slots))
             while in_flight and self._sink_error is None:
+                if self.summary.stopped_by is not None:
+                    await self._cancel(in_flight)
+                    break
                 await asyncio.wait(list(in_flight), return_when=asyncio.FIRST_COMPLETED)
         except asyncio.CancelledError:
             await self._cancel(in_flight)
@@ -112,6 +157,7 @@ class Runner:
             raise self._sink_error
         if self.summary.status == "running":
             self.summary.status = "finished"
+        self.summary.settle()
         return self.summary
 
     def _finished(
@@ -126,8 +172,8 @@ class Runner:
             self._emit(cancelled_record(self.run_id, spec, started))
             return
         exc = task.exception()
-        if exc is not None:  # the executor itself failed: an infrastructure error
-            self._emit(failed_record(self.run_id, spec, started, exc))
+        if exc is not None:  # the executor raised: a bug in gem-eval, not the model's doing
+            self._emit(harness_record(self.run_id, spec, started, exc))
             return
         self._emit(task.result())
 
@@ -148,8 +194,14 @@ class Runner:
         except Exception as exc:  # raised by run(), not lost in a done-callback
             self._sink_error = exc
             return
-        self.summary.outcomes[record.outcome] += 1
-        self.summary.cost_usd += record.cost_usd or 0.0
+        summary = self.summary
+        summary.outcomes[record.outcome] += 1
+        summary.cost_usd += record.cost_usd or 0.0
+        error = record.trajectory.error if record.trajectory is not None else None
+        if error and record.outcome not in summary.first_errors:
+            summary.first_errors[record.outcome] = error
+        if OUTCOMES[record.outcome].stops_run and summary.stopped_by is None:
+            summary.stopped_by = f"model {record.model!r}: {error or record.outcome}"
 
     def _over_budget(self) -> bool:
         return self.max_cost_usd is not None and self.summary.cost_usd >= self.max_cost_usd

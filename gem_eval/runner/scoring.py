@@ -5,6 +5,7 @@ from __future__ import annotations
 import time
 from typing import Any, Literal
 
+from gem_eval.agent.failures import formatted_traceback
 from gem_eval.agent.trajectory import Trajectory
 from gem_eval.records import EpisodeRecord, EpisodeSpec, Scorer
 
@@ -53,7 +54,7 @@ def failed_record(
     spec: EpisodeSpec,
     started_at: float,
     exc: BaseException,
-    outcome: Literal["infra_error", "env_error"] = "infra_error",
+    outcome: Literal["infra_error", "env_error", "harness_error"] = "infra_error",
 ) -> EpisodeRecord:
     """The record of an episode that could not be played (not the model's fault)."""
     error = f"{type(exc).__name__}: {exc}"
@@ -67,11 +68,22 @@ def failed_record(
     return _unplayed(run_id, spec, started_at, outcome, trajectory)
 
 
+def harness_record(
+    run_id: str, spec: EpisodeSpec, started_at: float, exc: BaseException
+) -> EpisodeRecord:
+    """The record of an episode that gem-eval's own code failed (a bug): the traceback
+    is kept in its trajectory."""
+    record = failed_record(run_id, spec, started_at, exc, outcome="harness_error")
+    assert record.trajectory is not None
+    record.trajectory.traceback = formatted_traceback(exc)
+    return record
+
+
 def _unplayed(
     run_id: str,
     spec: EpisodeSpec,
     started_at: float,
-    outcome: Literal["cancelled", "infra_error", "env_error"],
+    outcome: Literal["cancelled", "infra_error", "env_error", "harness_error"],
     trajectory: Trajectory | None,
 ) -> EpisodeRecord:
     return EpisodeRecord(

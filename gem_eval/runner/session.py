@@ -21,8 +21,10 @@ from typing import Any
 from gem_eval._version import __version__
 from gem_eval.errors import UserError
 from gem_eval.records import EpisodeRecord, EpisodeSpec, ModelSpec, RunManifest
+from gem_eval.runner import resume as resume_rules
 from gem_eval.runner.executor import Executor, LocalExecutor
 from gem_eval.runner.provision import Provisioner
+from gem_eval.runner.resume import ResumeRequest
 from gem_eval.runner.runner import Runner, RunSummary
 
 
@@ -58,11 +60,14 @@ def plan_run(
     results_dir: Path,
     *,
     resume: str | None = None,
+    request: ResumeRequest | None = None,
 ) -> PlannedRun:
     """Create a run (or reopen one with ``resume``) and list the episodes left to play.
 
-    On resume, the suite, models and options come from the run's manifest; the suite
-    file must still hash the same, so that no finished episode changes meaning.
+    On resume, the suite, models and options come from the run's manifest; ``request``
+    may change how models are reached and how the run is paced, not what it measures
+    (see :mod:`gem_eval.runner.resume`). The suite file must still hash the same, so
+    that no finished episode changes meaning (unless forced).
     """
     from gem_eval.store import RunDir
     from gem_eval.suites import load_suite
@@ -70,14 +75,24 @@ def plan_run(
     if resume is not None:
         run_dir = RunDir.open(results_dir, resume)
         manifest = run_dir.read_manifest()
-        suite = load_suite(manifest.suite_path or manifest.suite)
-        options = RunOptions(**manifest.extra["options"])
-        models = manifest.models
-        if suite.digest(seed=options.seed, overrides=options.overrides) != manifest.suite_hash:
+        request = request or ResumeRequest()
+        if request.suite is not None and request.suite not in _suite_names(manifest):
             raise UserError(
-                f"suite {manifest.suite!r} changed since run {manifest.run_id} started "
-                "(its hash differs): start a new run"
+                f"run {manifest.run_id} played suite {manifest.suite!r}: drop --suite "
+                "or start a new run"
             )
+        suite = load_suite(manifest.suite_path or manifest.suite)
+        stored = manifest.extra["options"]
+        digest = suite.digest(seed=stored.get("seed"), overrides=stored.get("overrides"))
+        models, merged, session = resume_rules.apply(
+            request, list(manifest.models), stored, digest != manifest.suite_hash
+        )
+        options = RunOptions(**merged)
+        if "--suite" in session["forced"] or request.force:
+            manifest.suite_hash = suite.digest(seed=options.seed, overrides=options.overrides)
+        manifest.models, manifest.extra["options"] = models, asdict(options)
+        manifest.max_cost_usd = options.max_cost_usd
+        manifest.sessions.append(session)
     else:
         if suite_ref is None:
             raise UserError("give --suite (or --resume RUN_ID)")
@@ -114,6 +129,7 @@ def plan_run(
             extra={"options": asdict(options)},
         )
         run_dir = RunDir.create(results_dir, manifest)
+    manifest.episodes_planned = len(specs)
     done_keys = run_dir.done_keys()
     totals = Counter(s.task.id for s in specs)
     done = Counter(s.task.id for s in specs if s.key in done_keys)
@@ -134,7 +150,7 @@ async def execute_run(
     manifest = plan.manifest
     options = RunOptions(**manifest.extra["options"])
     index = Index.for_root(plan.run_dir.path.parent)
-    manifest.status, manifest.finished_at = "running", None
+    manifest.status, manifest.finished_at, manifest.error = "running", None, None
     plan.run_dir.write_manifest(manifest)
     index.sync_run(plan.run_dir)  # a crash may have left the index behind the JSONL
     stale = False
@@ -170,9 +186,11 @@ async def execute_run(
     except BaseException as exc:
         stopped = isinstance(exc, asyncio.CancelledError | KeyboardInterrupt)
         manifest.status = "interrupted" if stopped else "failed"
+        if not stopped:
+            manifest.error = " ".join(f"{type(exc).__name__}: {exc}".split())
         raise
     else:
-        manifest.status = summary.status
+        manifest.status, manifest.error = summary.status, summary.failure()
     finally:
         await executor.aclose()
         manifest.resources = executor.describe() or manifest.resources
@@ -211,6 +229,14 @@ def default_model_factory(spec: ModelSpec, concurrency: int | None = None) -> An
         retry=policy,
         concurrency=spec.max_connections or concurrency,
     )
+
+
+def _suite_names(manifest: RunManifest) -> set[str]:
+    """What ``--suite`` may say on resume: the run's suite, by name or by its path."""
+    names = {manifest.suite}
+    if manifest.suite_path:
+        names |= {manifest.suite_path, Path(manifest.suite_path).stem}
+    return names
 
 
 def _git_commit() -> str | None:

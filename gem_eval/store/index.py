@@ -21,7 +21,8 @@ from typing import TYPE_CHECKING, Any
 from pydantic import BaseModel, create_model
 
 from gem_eval.errors import GemEvalError, UserError
-from gem_eval.records import EPISODE_COLUMNS, RERUN_ON_RESUME, EpisodeRecord, RunManifest
+from gem_eval.outcomes import REPLAYED_OUTCOMES
+from gem_eval.records import EPISODE_COLUMNS, EpisodeRecord, RunManifest
 from gem_eval.store.run_dir import RunDir, list_run_ids
 
 if TYPE_CHECKING:
@@ -146,7 +147,7 @@ class Index:
     def runs(self) -> list[dict[str, Any]]:
         """Every run, oldest first, with ``episodes_done`` (recorded with an outcome that
         ``--resume`` would not play again)."""
-        not_done = ", ".join(f"'{o}'" for o in RERUN_ON_RESUME)
+        not_done = ", ".join(f"'{o}'" for o in REPLAYED_OUTCOMES)
         sql = (
             f"SELECT {', '.join('r.' + c for c in RUN_COLUMNS)}, "
             "(SELECT COUNT(*) FROM episodes e WHERE e.run_id = r.run_id "

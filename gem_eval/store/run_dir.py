@@ -25,7 +25,8 @@ from typing import BinaryIO, TypeVar
 from pydantic import BaseModel, ValidationError
 
 from gem_eval.errors import GemEvalError, StoreWriteError, UserError, closest
-from gem_eval.records import RERUN_ON_RESUME, EpisodeRecord, RunManifest
+from gem_eval.outcomes import REPLAYED_OUTCOMES
+from gem_eval.records import EpisodeRecord, RunManifest
 from gem_eval.store.run_id import is_valid_run_id
 
 MANIFEST_FILE = "manifest.json"
@@ -232,7 +233,7 @@ class RunDir:
         """The last record of each episode key."""
         return {r.key: r for r in self.records()}
 
-    def done_keys(self, rerun: Collection[str] = RERUN_ON_RESUME) -> set[str]:
+    def done_keys(self, rerun: Collection[str] = REPLAYED_OUTCOMES) -> set[str]:
         """Keys of the episodes that resume must not play again.
 
         Args:

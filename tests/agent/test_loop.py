@@ -205,8 +205,31 @@ def test_time_limit_cuts_a_call_in_flight() -> None:
     ("exc", "outcome"),
     [
         (ModelCallError("rate limited", status=429, transient=True, retries=6), "infra_error"),
-        (ModelCallError("bad request", status=400, transient=False), "model_error"),
-        (RuntimeError("client bug"), "infra_error"),
+        # The model's own doing: scored.
+        (
+            ModelCallError(
+                "BadRequestError: This model's maximum context length is 8192 tokens",
+                status=400,
+                transient=False,
+            ),
+            "model_error",
+        ),
+        (
+            ModelCallError("ContentPolicyViolationError: flagged", status=400, transient=False),
+            "model_error",
+        ),
+        # The configuration's: never scored.
+        (ModelCallError("bad request: unknown field", status=400, transient=False), "config_error"),
+        (
+            ModelCallError("AuthenticationError: bad key", status=401, transient=False),
+            "config_error",
+        ),
+        (
+            ModelCallError("NotFoundError: no such model", status=404, transient=False),
+            "config_error",
+        ),
+        # A bug in the client path: gem-eval's, never scored.
+        (RuntimeError("client bug"), "harness_error"),
     ],
 )
 def test_model_failures_end_the_episode_with_their_class(exc: Exception, outcome: str) -> None:
@@ -218,6 +241,27 @@ def test_model_failures_end_the_episode_with_their_class(exc: Exception, outcome
     assert traj.scored == (outcome == "model_error")
     if isinstance(exc, ModelCallError):
         assert traj.retries == exc.retries
+    assert (traj.traceback is not None) == (outcome == "harness_error")
+    if outcome == "config_error":
+        assert "--api-key-env" in traj.error or "check" in traj.error  # says what to fix
+
+
+def test_a_tool_with_the_wrong_signature_is_a_harness_error() -> None:
+    """A tool whose ``call`` cannot take (arguments, sandbox) is gem-eval's bug: it must
+    not reach the model as an ordinary tool error (and be scored as the model's)."""
+
+    class OldStyle(Tool):
+        name = "calc"
+        description = "d"
+        parameters: ClassVar[dict[str, Any]] = {"type": "object", "properties": {}}
+
+        async def call(self, args: dict[str, Any]) -> ToolResult:  # type: ignore[override]
+            return ToolResult(output="1")
+
+    model = ScriptedModel([output(calls=[tool_call("calc", {})]), "\\boxed{5}"])
+    traj = asyncio.run(run_episode(make(EASY), model, [OldStyle()], seed=0))
+    assert traj.outcome == "harness_error" and not traj.scored
+    assert traj.traceback is not None and "TypeError" in traj.traceback
 
 
 def test_env_failure_is_an_env_error() -> None:
@@ -252,4 +296,54 @@ def test_trajectory_round_trips_through_json() -> None:
         tools=[Add()],
     )
     again = type(traj).model_validate_json(traj.model_dump_json())
-    assert again == traj and json.loads(traj.model_dump_json())["schema_version"] == 1
+    assert again == traj and json.loads(traj.model_dump_json())["schema_version"] == 2
+
+
+@pytest.mark.parametrize("mode", ["native", "text"])
+def test_a_tool_output_is_stored_once(mode: str) -> None:
+    """The output is in the message the model read; the event points at it on disk."""
+    big = "x" * 5000 + "end"
+
+    class Big(Tool):
+        name = "big"
+        description = "d"
+        parameters: ClassVar[dict[str, Any]] = {"type": "object", "properties": {}}
+        text_tag = "big"
+        text_argument = "q"
+
+        async def call(self, args: dict[str, Any], sandbox: Sandbox | None = None) -> ToolResult:
+            return ToolResult(output=big)
+
+    first = output(calls=[tool_call("big", {})]) if mode == "native" else "<big>go</big>"
+    traj = asyncio.run(
+        run_episode(
+            make(EASY),
+            ScriptedModel([first, first, "\\boxed{7}"]),
+            [Big()],
+            seed=0,
+            tool_mode=mode,
+        )
+    )
+    events = [e for s in traj.steps for e in s.tool_events]
+    assert [e.output for e in events] == [big, big]
+    text = traj.model_dump_json()
+    assert text.count(big) == 2  # once per call: in its message only
+    again = type(traj).model_validate_json(text)
+    assert again == traj
+
+
+def test_a_version_1_trajectory_still_loads() -> None:
+    """Records written before outputs were stored once keep loading as they were."""
+    traj = run(
+        EASY,
+        ScriptedModel([output(calls=[tool_call("add", {"a": 1, "b": 1})]), "\\boxed{7}"]),
+        tools=[Add()],
+    )
+    old = traj.model_dump(mode="json", round_trip=False)
+    for step in old["steps"]:
+        for event in step["tool_events"]:
+            index, start, end = event.pop("output_at")
+            event["output"] = old["messages"][index]["content"][start:end]
+    old["schema_version"] = 1
+    again = type(traj).model_validate(old)
+    assert again.steps[0].tool_events[0].output == "2" and again.messages == traj.messages

@@ -7,6 +7,9 @@ server is driven) and the direct openai client (the fast path).
 from __future__ import annotations
 
 import asyncio
+import gc
+import socket
+import warnings
 from typing import Any
 
 import pytest
@@ -14,9 +17,10 @@ import pytest
 from gem_eval import make
 from gem_eval.agent import Limits, run_episode
 from gem_eval.agent.trajectory import Trajectory
-from gem_eval.errors import MissingAPIKeyError, UserError
+from gem_eval.errors import MissingAPIKeyError, ModelCallError, UserError
 from gem_eval.models import GenerateConfig, RetryPolicy, get_model
 from gem_eval.models.chat_api import ChatAPIModel
+from gem_eval.models.retry import Failure, classify
 from tests.agent.test_loop import Add
 from tests.fixtures.openai_server import FakeOpenAIServer, Fault, Reply, ToolCallSpec
 
@@ -130,9 +134,25 @@ def test_refusals_are_not_retried(
 ) -> None:
     openai_server.enqueue(Fault.status(code))
     traj = play(model_for(openai_server, backend))
-    assert traj.outcome == "model_error" and traj.retries == 0
+    # A refused key, an unknown model, a rejected request: the configuration's fault,
+    # never scored as the model's answer.
+    assert traj.outcome == "config_error" and traj.retries == 0 and not traj.scored
     assert len(openai_server.requests) == 1
-    assert (traj.error or "").startswith(f"ModelCallError: {name}")
+    assert (traj.error or "").startswith(f"{code} {name}")
+
+
+def test_a_context_overflow_is_the_models_and_scored(
+    openai_server: FakeOpenAIServer, backend: str
+) -> None:
+    """vLLM's and OpenAI's answer when the conversation outgrew the window."""
+    message = (
+        "This model's maximum context length is 8192 tokens. However, you requested "
+        "9000 tokens. Please reduce the length of the messages."
+    )
+    body = {"error": {"message": message, "type": "invalid_request_error", "code": None}}
+    openai_server.enqueue(Fault.status(400, body=body))
+    traj = play(model_for(openai_server, backend))
+    assert traj.outcome == "model_error" and traj.scored and traj.retries == 0
 
 
 def test_persistent_failure_is_an_infra_error(
@@ -222,3 +242,144 @@ def test_the_limit_never_grows_past_its_maximum(openai_server: FakeOpenAIServer)
 
     asyncio.run(main())  # 12 successes would raise an unbounded limit of 4 to 5
     assert (model.limit.limit, model.limit.maximum, model.limit.in_flight) == (4, 4, 0)
+
+
+# -- the direct backend's own HTTP path ------------------------------------------------------
+
+
+def direct(server: FakeOpenAIServer, **kwargs: Any) -> ChatAPIModel:
+    return model_for(server, "openai", **kwargs)
+
+
+def generate_once(
+    model: ChatAPIModel, config: GenerateConfig | None = None, *, close: bool = True
+) -> Any:
+    """One call (then ``aclose`` unless told not to); the output, or the ModelCallError."""
+
+    async def main() -> Any:
+        try:
+            return await model.generate([{"role": "user", "content": "hi"}], config=config)
+        except ModelCallError as exc:
+            return exc
+        finally:
+            if close:
+                await model.aclose()
+
+    return asyncio.run(main())
+
+
+def test_direct_backend_sends_other_settings_as_top_level_fields(
+    openai_server: FakeOpenAIServer,
+) -> None:
+    # vLLM and SGLang read top_k, min_p ... beside the OpenAI fields, as extra_body did.
+    config = GenerateConfig(temperature=0.5, extra={"top_k": 20, "chat_template_kwargs": {}})
+    openai_server.enqueue(Reply("ok"))
+    output = generate_once(direct(openai_server), config)
+    body = openai_server.requests[0].body
+    assert output.text == "ok"
+    assert (body["top_k"], body["chat_template_kwargs"], body["temperature"]) == (20, {}, 0.5)
+    assert "extra_body" not in body and "tools" not in body
+
+
+@pytest.mark.parametrize(
+    ("code", "name", "transient"),
+    [
+        (403, "PermissionDeniedError", False),
+        (409, "ConflictError", True),
+        (422, "UnprocessableEntityError", False),
+        (418, "APIStatusError", False),
+        (502, "InternalServerError", True),
+    ],
+)
+def test_direct_backend_status_errors(
+    openai_server: FakeOpenAIServer, code: int, name: str, transient: bool
+) -> None:
+    openai_server.enqueue(Fault.status(code))
+    retry = RetryPolicy(max_retries=0, timeout_s=1.0)
+    error = generate_once(direct(openai_server, retry=retry))
+    assert isinstance(error, ModelCallError)
+    assert (error.status, error.transient) == (code, transient)
+    assert str(error).startswith(f"{name}: Error code: {code} - fake server fault")
+
+
+def test_direct_backend_reads_retry_after_from_a_429(openai_server: FakeOpenAIServer) -> None:
+    openai_server.enqueue(Fault.status(429, retry_after=7))
+    error = generate_once(direct(openai_server, retry=RetryPolicy(max_retries=0)))
+    assert isinstance(error, ModelCallError) and error.__cause__ is not None
+    failure = classify(error.__cause__)
+    assert failure == Failure(True, 429, 7.0, rate_limited=True)
+
+
+def test_direct_backend_refused_connection_is_transient() -> None:
+    with socket.socket() as sock:  # a port nobody listens on once this is closed
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    model = get_model(
+        "openai/fake", base_url=f"http://127.0.0.1:{port}/v1", backend="openai", retry=FAST_RETRY
+    )
+    assert isinstance(model, ChatAPIModel)
+    error = generate_once(model)
+    assert isinstance(error, ModelCallError)
+    assert (error.status, error.transient, error.retries) == (None, True, FAST_RETRY.max_retries)
+
+
+@pytest.mark.parametrize(
+    ("body", "calls"),
+    [
+        # Arguments sent as an object and a missing id are mended, as the SDK path did.
+        (
+            {"tool_calls": [{"function": {"name": "add", "arguments": {"a": 1}}}]},
+            [("call_0", "add", '{"a": 1}')],
+        ),
+        (
+            {
+                "tool_calls": [
+                    {"id": "c9", "function": {"name": "add", "arguments": '{"a": 1}'}},
+                ]
+            },
+            [("c9", "add", '{"a": 1}')],
+        ),
+    ],
+)
+def test_direct_backend_reads_tool_calls(
+    openai_server: FakeOpenAIServer, body: dict[str, Any], calls: list[tuple[str, str, str]]
+) -> None:
+    message = {"role": "assistant", "content": None, **body}
+    reply = {"choices": [{"index": 0, "message": message, "finish_reason": "tool_calls"}]}
+    openai_server.enqueue(Fault.status(200, body=reply))
+    output = generate_once(direct(openai_server))
+    assert [(c.id, c.name, c.arguments) for c in output.tool_calls] == calls
+    assert (output.text, output.finish_reason, output.usage.input_tokens) == ("", "tool_calls", 0)
+
+
+@pytest.mark.parametrize(
+    "reply",
+    [
+        {"choices": [{"index": 0}]},
+        {"choices": [{"message": {"role": "assistant", "tool_calls": ["not a call"]}}]},
+        {"choices": "none"},
+        ["not", "an", "object"],
+    ],
+    ids=["no_message", "bad_tool_call", "choices_not_a_list", "not_an_object"],
+)
+def test_direct_backend_retries_malformed_completions(
+    openai_server: FakeOpenAIServer, reply: Any
+) -> None:
+    openai_server.enqueue(Fault.status(200, body=reply), Reply("fine"))
+    output = generate_once(direct(openai_server))
+    assert (output.text, output.retries) == ("fine", 1)
+
+
+def test_direct_backend_outlives_its_event_loop(openai_server: FakeOpenAIServer) -> None:
+    # A model made once and used from several asyncio.run calls (a notebook, a test) gets a
+    # new connection pool on each loop, and the pool of a finished loop is closed, not leaked.
+    model = direct(openai_server)
+    gc.collect()  # earlier tests' garbage is not this test's
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        assert generate_once(model, close=False).text and generate_once(model, close=False).text
+        asyncio.run(model.aclose())
+        gc.collect()
+    assert len(openai_server.requests) == 2
+    leaked = [w for w in caught if "Unclosed client session" in str(w.message)]
+    assert not leaked

@@ -12,7 +12,9 @@ from gem_eval.models import ScriptedModel, Usage
 from gem_eval.records import EpisodeRecord, EpisodeSpec, ModelSpec, TaskSpec
 from gem_eval.runner import (
     EXIT_BUDGET,
-    EXIT_INFRA_ERRORS,
+    EXIT_CONFIG_ERROR,
+    EXIT_HARNESS_ERROR,
+    EXIT_INCOMPLETE,
     EXIT_INTERRUPTED,
     EXIT_OK,
     Executor,
@@ -79,16 +81,76 @@ def test_budget_stops_scheduling() -> None:
     assert len(seen) == 3 and summary.cost_usd == 3.0
 
 
-def test_executor_failures_are_infra_errors_and_the_run_goes_on() -> None:
+def test_an_executor_that_raises_is_a_harness_error_and_the_run_goes_on() -> None:
+    """The executor turns every expected failure into an outcome: an exception out of it
+    is a bug in gem-eval, kept with its traceback, never scored, and the run fails."""
     seen: list[EpisodeRecord] = []
     runner = Runner("r", FakeExecutor(fail={2}), [seen.append], concurrency=2)
     summary = asyncio.run(runner.run(specs(5)))
-    assert summary.exit_code == EXIT_INFRA_ERRORS and summary.outcomes["infra_error"] == 1
+    assert summary.exit_code == EXIT_HARNESS_ERROR and summary.outcomes["harness_error"] == 1
+    assert summary.status == "failed" and "executor broke on sample 2" in (summary.failure() or "")
     broken = next(r for r in seen if r.sample == 2)
     assert broken.score is None and not broken.scored
     assert broken.trajectory is not None
     assert "executor broke on sample 2" in (broken.trajectory.error or "")
+    assert "RuntimeError" in (broken.trajectory.traceback or "")
     assert len(seen) == 5
+
+
+class OutcomeExecutor(Executor):
+    """Ends each episode with the outcome its sample names (after ``delay`` seconds)."""
+
+    def __init__(self, outcomes: dict[int, str], delay: float = 0.01) -> None:
+        self.outcomes, self.delay = outcomes, delay
+        self.started: list[int] = []
+
+    async def run(self, run_id: str, spec: EpisodeSpec) -> EpisodeRecord:
+        self.started.append(spec.sample)
+        await asyncio.sleep(self.delay)
+        outcome = self.outcomes.get(spec.sample, "completed")
+        traj = Trajectory(
+            env_id=spec.task.env_id,
+            model=spec.model.name,
+            outcome=outcome,  # type: ignore[arg-type]
+            error=None if outcome == "completed" else f"{outcome} on {spec.sample}",
+        )
+        return to_record(run_id, spec, traj, time.time())
+
+
+def test_a_configuration_error_stops_the_run() -> None:
+    """A refused key fails every episode the same way: the runner stops scheduling,
+    cancels what is in flight, and the run exits 2 naming the model and the cause."""
+    seen: list[EpisodeRecord] = []
+    executor = OutcomeExecutor({1: "config_error"}, delay=0.05)
+    runner = Runner("r", executor, [seen.append], concurrency=2)
+    summary = asyncio.run(runner.run(specs(50)))
+    assert summary.exit_code == EXIT_CONFIG_ERROR and summary.status == "failed"
+    assert summary.stopped_by == "model 'scripted': config_error on 1"
+    assert len(executor.started) < 10  # it stopped, it did not play the other 48
+    assert summary.outcomes["config_error"] == 1 and not any(
+        r.scored for r in seen if r.outcome != "completed"
+    )
+
+
+@pytest.mark.parametrize(
+    ("outcomes", "status", "code"),
+    [
+        ({}, "finished", EXIT_OK),
+        ({1: "model_error"}, "finished", EXIT_OK),  # scored: the model's doing
+        ({1: "infra_error"}, "incomplete", EXIT_INCOMPLETE),
+        ({1: "env_error", 2: "infra_error"}, "incomplete", EXIT_INCOMPLETE),
+        ({0: "infra_error", 1: "infra_error", 2: "infra_error"}, "incomplete", EXIT_INCOMPLETE),
+        ({1: "harness_error", 2: "infra_error"}, "failed", EXIT_HARNESS_ERROR),
+    ],
+)
+def test_the_status_and_exit_code_say_what_happened(
+    outcomes: dict[int, str], status: str, code: int
+) -> None:
+    """A run whose episodes all errored is not "finished"."""
+    summary = asyncio.run(Runner("r", OutcomeExecutor(outcomes), [], concurrency=2).run(specs(3)))
+    assert (summary.status, summary.exit_code) == (status, code)
+    for outcome in set(outcomes.values()):
+        assert summary.first_errors[outcome].startswith(outcome)
 
 
 def test_cancelling_records_in_flight_episodes_as_cancelled() -> None:
@@ -182,7 +244,7 @@ def test_any_unscored_outcome_gives_exit_3() -> None:
     for outcome in ("cancelled", "infra_error", "env_error"):
         summary = RunSummary(status="finished")
         summary.outcomes[outcome] += 1
-        assert summary.exit_code == EXIT_INFRA_ERRORS
+        assert summary.exit_code == EXIT_INCOMPLETE
     assert RunSummary(status="finished").exit_code == EXIT_OK
 
 

@@ -1,0 +1,109 @@
+"""What ``--resume`` may change about a run, and what it may not.
+
+A resumed run plays the episodes still missing, as the run was planned. Two kinds of
+settings come with the command line:
+
+* how to reach the models and pace the run (``--model-base-url``, ``--model-backend``,
+  ``--api-key-env``, ``--timeout``, ``--max-retries``, ``--max-connections``,
+  ``--concurrency``, ``--max-cost``): a server restarted on another port must be
+  resumable. These may change; each session's changes are kept in the manifest.
+* what is measured (the suite and its file, the models, ``--seed``, ``-M`` generation
+  settings, ``--max-turns``, ``--limit``, ``--epochs``, ``--sandbox``, ``--image-map``):
+  changing them would mix episodes played under different settings in one score, so
+  they are refused with one line unless ``--force`` (then recorded as forced).
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+from gem_eval.errors import UserError
+from gem_eval.records import ModelSpec
+
+CONNECTION_FLAGS = {
+    "base_url": "--model-base-url",
+    "backend": "--model-backend",
+    "api_key_env": "--api-key-env",
+    "timeout_s": "--timeout",
+    "max_retries": "--max-retries",
+    "max_connections": "--max-connections",
+}
+"""ModelSpec fields a resume may change, and their flags."""
+
+CONTROL_FLAGS = {"concurrency": "--concurrency", "max_cost_usd": "--max-cost"}
+"""RunOptions fields a resume may change."""
+
+MEASURED_FLAGS = {
+    "limit": "--limit",
+    "epochs": "--epochs",
+    "seed": "--seed",
+    "overrides": "--max-turns",
+    "sandbox": "--sandbox",
+    "image_map": "--image-map",
+}
+"""RunOptions fields a resume changes only with ``--force``."""
+
+
+@dataclass
+class ResumeRequest:
+    """The settings given with ``--resume``: only those the user set (``None``: keep).
+
+    Attributes:
+        connection: ModelSpec fields of :data:`CONNECTION_FLAGS`, for every model.
+        options: RunOptions fields (:data:`CONTROL_FLAGS` and :data:`MEASURED_FLAGS`).
+        model_args: ``-M`` generation settings (measured).
+        suite: ``--suite`` (measured; must name the run's suite).
+        models: ``--model`` (measured; must name the run's models).
+        force: Accept changes to what is measured.
+    """
+
+    connection: dict[str, Any] = field(default_factory=dict)
+    options: dict[str, Any] = field(default_factory=dict)
+    model_args: dict[str, Any] | None = None
+    suite: str | None = None
+    models: list[str] | None = None
+    force: bool = False
+
+
+def apply(
+    request: ResumeRequest, models: list[ModelSpec], options: dict[str, Any], suite_changed: bool
+) -> tuple[list[ModelSpec], dict[str, Any], dict[str, Any]]:
+    """The models and options the resumed session plays with, and the manifest entry
+    that records the session (its time, what changed, what was forced).
+
+    Raises:
+        UserError: A measured setting changed without ``--force`` (one line naming the
+            flags), or ``--suite`` / ``--model`` name something the run did not play.
+    """
+    changed: dict[str, Any] = {}
+    forced: dict[str, Any] = {}
+    if request.models is not None and sorted(request.models) != sorted(m.name for m in models):
+        raise UserError(
+            f"--resume plays the run's models ({', '.join(m.name for m in models)}): "
+            "drop --model, or start a new run for others"
+        )
+    if suite_changed:
+        forced["--suite"] = "the suite file changed since the run started"
+    for key, value in request.options.items():
+        if value is None or options.get(key) == value:
+            continue
+        flag = CONTROL_FLAGS.get(key) or MEASURED_FLAGS[key]
+        (changed if key in CONTROL_FLAGS else forced)[flag] = value
+        options = {**options, key: value}
+    if request.model_args is not None and any(m.args != request.model_args for m in models):
+        forced["-M"] = request.model_args
+        models = [m.model_copy(update={"args": request.model_args}) for m in models]
+    for key, value in request.connection.items():
+        if value is not None and any(getattr(m, key) != value for m in models):
+            changed[CONNECTION_FLAGS[key]] = value
+            models = [m.model_copy(update={key: value}) for m in models]
+    if forced and not request.force:
+        flags = ", ".join(forced)
+        raise UserError(
+            f"--resume keeps what the run measures; {flags} would change it "
+            "(add --force to change it anyway, or start a new run)"
+        )
+    session = {"started_at": time.time(), "changed": changed, "forced": forced}
+    return models, options, session
