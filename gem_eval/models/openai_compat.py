@@ -1,59 +1,99 @@
 """``OpenAICompatModel``: a direct client for OpenAI-compatible servers.
 
 The fast path for vLLM, SGLang and llama.cpp servers, where RL rollouts need
-throughput: the ``openai`` SDK alone costs less CPU per call than going through
-litellm (see ``bench/harness_overhead.py``).
+throughput. It speaks the chat-completions wire format itself: the request is plain
+JSON over one pooled connection (:class:`~gem_eval.models.chat_http.JSONClient`) and
+the reply is read straight from the parsed JSON, with neither litellm nor the
+``openai`` SDK in the call path (see ``bench/harness_overhead.py`` for what that saves).
 """
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
-from gem_eval.errors import UserError
-from gem_eval.models.base import GenerateConfig, Message, ToolSchema
+from gem_eval.models.base import GenerateConfig, Message, ModelOutput, ToolCall, ToolSchema, Usage
 from gem_eval.models.chat_api import ChatAPIModel
+from gem_eval.models.chat_http import JSONClient
+from gem_eval.models.retry import MalformedReplyError
 
 
 class OpenAICompatModel(ChatAPIModel):
     """A model served at ``api_base`` by an OpenAI-compatible server.
 
     See :class:`~gem_eval.models.chat_api.ChatAPIModel` for the arguments; ``model`` is
-    the name the server knows the model by.
+    the name the server knows the model by. Generation settings that are not OpenAI's
+    (``-M top_k=20``) are sent as extra top-level fields, as vLLM and SGLang expect.
     """
 
-    _client: Any = None
+    _client: JSONClient | None = None
 
-    def _get_client(self) -> Any:
+    def _get_client(self) -> JSONClient:
         if self._client is None:
-            try:
-                import openai
-            except ImportError as exc:
-                raise UserError("openai is not installed: pip install 'gem-eval[models]'") from exc
-            self._client = openai.AsyncOpenAI(
-                base_url=self.api_base,
-                api_key=self.api_key or "EMPTY",
-                max_retries=0,  # retries are ours
-                timeout=self.retry.timeout_s,
-            )
+            if self.api_base is None:
+                raise ValueError("OpenAICompatModel needs api_base")
+            self._client = JSONClient(self.api_base, self.api_key or "EMPTY")
         return self._client
 
     async def _request(
         self, messages: list[Message], tools: list[ToolSchema] | None, config: GenerateConfig
     ) -> Any:
-        kwargs: dict[str, Any] = {"model": self.model, "messages": messages}
-        args = config.sampling_args()
-        extra = {k: args.pop(k) for k in list(args) if k not in _OPENAI_ARGS}
-        kwargs.update(args)
-        if extra:
-            kwargs["extra_body"] = extra
+        body: dict[str, Any] = {"model": self.model, "messages": messages}
+        body.update(config.sampling_args())
         if tools:
-            kwargs["tools"] = tools
-        return await self._get_client().chat.completions.create(**kwargs)
+            body["tools"] = tools
+        return await self._get_client().post("/chat/completions", body, self.retry.timeout_s)
+
+    def _read(self, response: Any) -> ModelOutput:
+        """A :class:`ModelOutput` from the reply's JSON.
+
+        Raises:
+            MalformedReplyError: The JSON is not a chat completion with a message.
+        """
+        choices = response.get("choices") if isinstance(response, dict) else None
+        if not choices or not isinstance(choices, list):
+            raise MalformedReplyError("the reply has no choices")
+        choice = choices[0]
+        message = choice.get("message") if isinstance(choice, dict) else None
+        if not isinstance(message, dict):
+            raise MalformedReplyError("the reply's choice has no message")
+        calls = [_tool_call(i, c) for i, c in enumerate(message.get("tool_calls") or [])]
+        content, reason = message.get("content"), choice.get("finish_reason")
+        return ModelOutput(
+            text=content if isinstance(content, str) else "",
+            tool_calls=calls,
+            finish_reason=reason if isinstance(reason, str) else None,
+            usage=_usage(response.get("usage")),
+            model=self.name,
+        )
 
     async def aclose(self) -> None:
         if self._client is not None:
-            await self._client.close()
+            await self._client.aclose()
             self._client = None
 
 
-_OPENAI_ARGS = {"temperature", "top_p", "max_tokens", "seed", "reasoning_effort", "stop"}
+def _tool_call(index: int, call: Any) -> ToolCall:
+    function = call.get("function") if isinstance(call, dict) else None
+    if not isinstance(function, dict):
+        raise MalformedReplyError(f"tool call {index} of the reply has no function")
+    arguments = function.get("arguments")
+    if arguments is not None and not isinstance(arguments, str):
+        arguments = json.dumps(arguments)  # some servers send an object, not its text
+    return ToolCall(
+        id=call.get("id") or f"call_{index}",
+        name=function.get("name") or "",
+        arguments=arguments or "{}",
+    )
+
+
+def _usage(usage: Any) -> Usage:
+    if not isinstance(usage, dict):
+        return Usage()
+    details = usage.get("prompt_tokens_details")
+    cached = details.get("cached_tokens") if isinstance(details, dict) else None
+    return Usage(
+        input_tokens=usage.get("prompt_tokens") or 0,
+        output_tokens=usage.get("completion_tokens") or 0,
+        cached_tokens=cached or 0,
+    )
