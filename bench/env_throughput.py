@@ -9,14 +9,17 @@ processes on this shared machine skews neither side.
 from __future__ import annotations
 
 import asyncio
+import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
+from typing import Any
 
 from gem_eval import make, make_vec
 from gem_eval.core import Env
 from gem_eval.wrappers import ChatHistory, EpisodeStats, MaxTurns
 
 ENV_ID = "game:GuessTheNumber-v0"
+MAX_TURNS = 10  # the env's default
 REPEATS = 5
 LONG = {"max_number": 2**20, "max_turns": 25}
 
@@ -32,14 +35,41 @@ def best_of_alternating(a: Callable[[], int], b: Callable[[], int]) -> tuple[flo
     return best[0], best[1]
 
 
+class BenchError(Exception):
+    """The envs did not do the intended work: no figure is printed."""
+
+
+class Tally:
+    """Counts a vector loop's episode ends, and checks the oracle won every one."""
+
+    def __init__(self) -> None:
+        self.wins = 0
+
+    def add(self, result: Sequence[Any]) -> None:
+        _, _, terminated, truncated, infos = result
+        if any(truncated):
+            raise BenchError("the oracle ran out of turns")
+        for done, info in zip(terminated, infos):
+            if done and not info.get("success"):
+                raise BenchError(f"the oracle ended an episode without winning: {info}")
+            self.wins += bool(done)
+
+    def check(self, steps: int, max_turns: int) -> None:
+        """An episode takes at most ``max_turns`` steps and a reset step."""
+        if self.wins < steps // (max_turns + 1):
+            raise BenchError(f"{self.wins} episodes won in {steps} sub-env steps")
+
+
 def vector_loop(mode: str, n: int, total: int = 20_000) -> Callable[[], int]:
     vec = make_vec(ENV_ID, n, seed=0, mode=mode)  # type: ignore[arg-type]
     vec.reset()
     oracles = [env.unwrapped.oracle_action for env in vec.envs]  # type: ignore[attr-defined]
 
     def run() -> int:
+        tally = Tally()
         for _ in range(total // n):
-            vec.step([oracle() for oracle in oracles])
+            tally.add(vec.step([oracle() for oracle in oracles]))
+        tally.check((total // n) * n, MAX_TURNS)
         return (total // n) * n
 
     return run
@@ -52,8 +82,10 @@ def awaited_vector_loop(n: int, total: int = 20_000) -> Callable[[], int]:
     oracles = [env.unwrapped.oracle_action for env in vec.envs]  # type: ignore[attr-defined]
 
     async def drive() -> None:
+        tally = Tally()
         for _ in range(total // n):
-            await vec.astep([oracle() for oracle in oracles])  # type: ignore[attr-defined]
+            tally.add(await vec.astep([oracle() for oracle in oracles]))  # type: ignore[attr-defined]
+        tally.check((total // n) * n, MAX_TURNS)
 
     def run() -> int:
         asyncio.run(drive())
@@ -71,9 +103,11 @@ def episode_steps(env: Env, episodes: int = 1_000) -> Callable[[], int]:
             env.reset(seed)
             while True:
                 steps += 1
-                *_, terminated, truncated, _ = env.step(oracle())
+                *_, terminated, truncated, info = env.step(oracle())
                 if terminated or truncated:
                     break
+            if not (terminated and info.get("success")):
+                raise BenchError(f"the oracle did not win episode {seed}: {info}")
         return steps
 
     return run
@@ -105,4 +139,7 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    try:
+        main()
+    except BenchError as exc:
+        sys.exit(f"bench: no figures: {exc}")

@@ -20,6 +20,7 @@ from __future__ import annotations
 import asyncio
 import statistics
 import subprocess
+import sys
 import time
 from collections.abc import Awaitable, Callable
 
@@ -34,12 +35,18 @@ CONCURRENCY = (1, 4)
 MODEL_TIME_S = 0.2
 
 
+class BenchError(Exception):
+    """The episodes did not do the intended work: no figure is printed."""
+
+
 async def exec_latency(sandbox: DockerSandbox) -> tuple[float, float]:
     sdk, cli = [], []
     for _ in range(N):  # interleaved, so both see the same machine load
         began = time.perf_counter()
-        await sandbox.exec("true")
+        result = await sandbox.exec("true")
         sdk.append(time.perf_counter() - began)
+        if not result.ok:
+            raise BenchError(f"exec true in the container failed: {result}")
         began = time.perf_counter()
         await asyncio.to_thread(
             subprocess.run, ["docker", "exec", str(sandbox.id), "true"], check=True
@@ -54,9 +61,14 @@ async def python_latency(sandbox: DockerSandbox) -> float:
     times = []
     for _ in range(N):
         began = time.perf_counter()
-        await tool.call({"code": "x = x + 1"}, sandbox)
+        result = await tool.call({"code": "x = x + 1"}, sandbox)
         times.append(time.perf_counter() - began)
+        if result.is_error:
+            raise BenchError(f"python tool call failed: {result.output}")
+    final = await tool.call({"code": "print(x)"}, sandbox)
     await tool.aclose()
+    if final.output.strip() != str(N):  # every call ran, in one live interpreter
+        raise BenchError(f"after {N} increments the interpreter holds {final.output!r}")
     return statistics.median(times)
 
 
@@ -65,8 +77,11 @@ async def episode(sandbox: Sandbox) -> None:
     for code in ("import math", "print(math.sqrt(2))"):
         await asyncio.sleep(MODEL_TIME_S)  # the model thinking
         result = await tool.call({"code": code}, sandbox)
-        assert not result.is_error, result.output
+        if result.is_error:
+            raise BenchError(f"python tool call failed: {result.output}")
     await tool.aclose()
+    if not result.output.startswith("1.41421356"):
+        raise BenchError(f"the episode printed {result.output!r}, not sqrt(2)")
 
 
 async def run_episodes(
@@ -75,18 +90,24 @@ async def run_episodes(
     release: Callable[[Sandbox], Awaitable[None]],
 ) -> float:
     slots = asyncio.Semaphore(concurrency)
+    played = 0
 
     async def one() -> None:
+        nonlocal played
         async with slots:
             sandbox = await acquire()
             try:
                 await episode(sandbox)
+                played += 1
             finally:
                 await release(sandbox)
 
     began = time.perf_counter()
     await asyncio.gather(*(one() for _ in range(EPISODES)))
-    return time.perf_counter() - began
+    wall = time.perf_counter() - began
+    if played != EPISODES:
+        raise BenchError(f"{played} of {EPISODES} episodes played")
+    return wall
 
 
 async def without_pool(concurrency: int) -> float:
@@ -110,9 +131,13 @@ async def with_pool(concurrency: int) -> float:
 
 
 async def main() -> None:
-    async with DockerSandbox() as sandbox:
+    sandbox = DockerSandbox()
+    await sandbox.start()
+    try:
         sdk, cli = await exec_latency(sandbox)
         python = await python_latency(sandbox)
+    finally:
+        await sandbox.close()
     print(
         f"exec in a warm container: {sdk * 1000:6.1f} ms (SDK)  {cli * 1000:6.1f} ms "
         f"(docker exec CLI)  ratio cli/sdk = {cli / sdk:.2f}"
@@ -128,4 +153,7 @@ async def main() -> None:
 
 
 if __name__ == "__main__":
-    asyncio.run(main())
+    try:
+        asyncio.run(main())
+    except BenchError as exc:
+        sys.exit(f"bench: no figures: {exc}")
