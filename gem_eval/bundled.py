@@ -14,7 +14,7 @@ mean the same in both layouts: ``suites/`` and ``tasks/`` are siblings in each.
 from __future__ import annotations
 
 import functools
-from pathlib import Path
+from pathlib import Path, PurePath
 
 _PACKAGE = Path(__file__).resolve().parent
 
@@ -31,3 +31,13 @@ def bundled_root() -> Path:
     if (installed / "suites").is_dir():
         return installed
     return _PACKAGE.parent
+
+
+def in_bytecode_cache(relative: PurePath) -> bool:
+    """Whether ``relative`` (a path inside a task directory) lies in a ``__pycache__``.
+
+    pip compiles every ``.py`` file of a wheel it installs, the bundled tasks' graders,
+    solutions and starting states among them; such caches are never task content, so
+    whatever copies a task directory into a sandbox leaves them out.
+    """
+    return "__pycache__" in relative.parts

@@ -16,6 +16,8 @@ from pathlib import Path
 from types import TracebackType
 from typing import ClassVar
 
+from gem_eval.bundled import in_bytecode_cache
+
 DEFAULT_OUTPUT_LIMIT = 64 * 1024
 """Bytes of stdout (and, separately, stderr) kept per call; the rest is cut with a marker."""
 
@@ -177,9 +179,15 @@ class Sandbox(ABC):
 
     async def copy_dir(self, source: Path, dest: str) -> None:
         """Copy the host directory ``source`` (its contents, modes kept) to ``dest``,
-        owned by root: test suites, solutions and initial state put in by the grader."""
-        for path in sorted(p for p in source.rglob("*") if p.is_file()):
-            target = f"{dest.rstrip('/')}/{path.relative_to(source).as_posix()}"
+        owned by root: test suites, solutions and initial state put in by the grader.
+
+        ``__pycache__`` directories are left out (see
+        :func:`gem_eval.bundled.in_bytecode_cache`)."""
+        for path in sorted(source.rglob("*")):
+            relative = path.relative_to(source)
+            if not path.is_file() or in_bytecode_cache(relative):
+                continue
+            target = f"{dest.rstrip('/')}/{relative.as_posix()}"
             await self.write_file(
                 target, path.read_bytes(), mode=path.stat().st_mode & 0o777, owner="root"
             )

@@ -18,9 +18,10 @@ import os
 import shlex
 import tarfile
 import time
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 from typing import Any, ClassVar
 
+from gem_eval.bundled import in_bytecode_cache
 from gem_eval.errors import SandboxError
 from gem_eval.sandbox import cleanup, docker_client
 from gem_eval.sandbox.base import DEFAULT_OUTPUT_LIMIT, ExecResult, OutputCap, Sandbox
@@ -311,10 +312,13 @@ def _tar_one(name: str, payload: bytes, mode: int) -> bytes:
 
 
 def _tar_dir(source: Path) -> bytes:
-    """``source``'s contents as a tar (root-owned entries, modes kept)."""
+    """``source``'s contents as a tar (root-owned entries, modes kept), ``__pycache__``
+    left out (see :func:`gem_eval.bundled.in_bytecode_cache`)."""
     buffer = io.BytesIO()
 
-    def as_root(info: tarfile.TarInfo) -> tarfile.TarInfo:
+    def as_root(info: tarfile.TarInfo) -> tarfile.TarInfo | None:
+        if in_bytecode_cache(PurePosixPath(info.name)):
+            return None  # leaves out a directory's contents too
         info.uid = info.gid = 0
         info.uname = info.gname = "root"
         return info
