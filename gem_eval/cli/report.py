@@ -6,17 +6,17 @@ render. pandas is imported only when a command runs.
 
 from __future__ import annotations
 
+import os
+from collections.abc import Iterator
+from contextlib import contextmanager
 from enum import Enum
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any
+from typing import Annotated, Any
 
 import typer
 
 from gem_eval.cli.options import DEFAULT_RESULTS_DIR, ResultsDir, open_index
-from gem_eval.errors import UserError, did_you_mean
-
-if TYPE_CHECKING:
-    pass
+from gem_eval.errors import GemEvalError, UserError, did_you_mean
 
 LATEST = "latest"
 
@@ -143,43 +143,93 @@ def gate(
     ] = 0.1,
     results_dir: ResultsDir = DEFAULT_RESULTS_DIR,
 ) -> None:
-    """Exit 0 without a significant drop beyond --max-drop, 1 with one, 2 if incomparable."""
+    """Fail on a significant score drop from a baseline run.
+
+    Exit codes:
+
+    \b
+    0  no significant drop beyond --max-drop
+    1  a significant drop: the one-sided (1-alpha) upper bound of new - base is
+       below -max_drop (and McNemar's test on samples agrees when every sample's
+       score is 0 or 1)
+    2  bad input: an unknown run, a bad option
+    3  the runs are not comparable: a run not finished, different suite hashes,
+       no sample scored in both, or too many unscored episodes
+    4  the gate itself failed (a bug, an unreadable results index)
+    """
+    from gem_eval.metrics.compare import EXIT_CRASH, EXIT_INCOMPARABLE
     from gem_eval.metrics.compare import gate as decide
 
     if not 0 < alpha < 0.5:
         raise UserError("--alpha must lie in (0, 0.5)")
     if max_drop < 0:
         raise UserError("--max-drop must not be negative")
-    base, new, base_frame, new_frame = _two_runs(results_dir, baseline, new_run)
-    incomplete = [run for run in (base, new) if not _complete(run)]
-    if incomplete:
-        typer.echo(f"gate INCOMPARABLE: {new['run_id']} against baseline {base['run_id']}")
-        for run in incomplete:
+    if not 0 <= max_infra_error_rate <= 1:
+        raise UserError("--max-infra-error-rate must lie in [0, 1]")
+    with _exit_on_crash(EXIT_CRASH):
+        base, new, base_frame, new_frame = _two_runs(results_dir, baseline, new_run)
+        played = {base["run_id"]: len(base_frame), new["run_id"]: len(new_frame)}
+        incomplete = [run for run in (base, new) if not _complete(run, played[run["run_id"]])]
+        if incomplete:
+            typer.echo(f"gate INCOMPARABLE: {new['run_id']} against baseline {base['run_id']}")
+            for run in incomplete:
+                typer.echo(
+                    f"  run {run['run_id']} is {run.get('status')} with "
+                    f"{played[run['run_id']]}/{run.get('episodes_planned')} episodes played: "
+                    "finish it (gem-eval run --resume)"
+                )
+            raise typer.Exit(EXIT_INCOMPARABLE)
+        verdict = decide(
+            base_frame,
+            new_frame,
+            max_drop=max_drop,
+            alpha=alpha,
+            max_infra_error_rate=max_infra_error_rate,
+            same_suite_hash=base.get("suite_hash") == new.get("suite_hash"),
+        )
+        typer.echo(
+            f"gate {verdict.status.upper()}: {new['run_id']} against baseline {base['run_id']}"
+        )
+        for reason in verdict.reasons:
+            typer.echo(f"  {reason}")
+        if base.get("suite_hash") != new.get("suite_hash"):
             typer.echo(
-                f"  run {run['run_id']} is {run.get('status')} with {run.get('episodes_done')}"
-                f"/{run.get('episodes_planned')} episodes done: finish it (gem-eval run --resume)"
+                f"  suite hash: baseline {base.get('suite_hash')}, new {new.get('suite_hash')}"
             )
-        raise typer.Exit(2)
-    verdict = decide(
-        base_frame,
-        new_frame,
-        max_drop=max_drop,
-        alpha=alpha,
-        max_infra_error_rate=max_infra_error_rate,
-        same_suite_hash=base.get("suite_hash") == new.get("suite_hash"),
-    )
-    typer.echo(f"gate {verdict.status.upper()}: {new['run_id']} against baseline {base['run_id']}")
-    for reason in verdict.reasons:
-        typer.echo(f"  {reason}")
-    if base.get("suite_hash") != new.get("suite_hash"):
-        typer.echo(f"  suite hash: baseline {base.get('suite_hash')}, new {new.get('suite_hash')}")
     raise typer.Exit(verdict.exit_code)
 
 
-def _complete(run: dict[str, Any]) -> bool:
-    """A run that finished every planned episode (a partial run is not comparable)."""
-    done, planned = run.get("episodes_done"), run.get("episodes_planned")
-    return run.get("status") == "finished" and done is not None and done >= (planned or 0)
+@contextmanager
+def _exit_on_crash(code: int) -> Iterator[None]:
+    """Exit with ``code`` when the body fails unexpectedly.
+
+    The CLI's generic failure code is 1, which the gate gives a regression: a crash must
+    not read as a verdict. User errors (exit 2) and the body's own exits pass through.
+    """
+    from click import ClickException
+
+    try:
+        yield
+    except (UserError, typer.Exit, ClickException):
+        raise
+    except Exception as exc:
+        if isinstance(exc, GemEvalError) and not os.environ.get("GEM_EVAL_DEBUG"):
+            typer.echo(f"error: {exc}", err=True)
+        else:  # a bug in gem-eval: its traceback is what a report needs
+            import traceback
+
+            typer.echo(traceback.format_exc(), err=True, nl=False)
+            typer.echo(f"error: the gate failed: {type(exc).__name__}: {exc}", err=True)
+        raise typer.Exit(code) from exc
+
+
+def _complete(run: dict[str, Any], played: int) -> bool:
+    """A run that played every planned episode (a partial run is not comparable).
+
+    Episodes lost to infrastructure errors count as played: the gate weighs them against
+    ``--max-infra-error-rate`` rather than refusing a run for one of them.
+    """
+    return run.get("status") == "finished" and played >= (run.get("episodes_planned") or 0)
 
 
 def _two_runs(

@@ -18,6 +18,17 @@ if TYPE_CHECKING:
 
 PAIR_KEY = ("task_id", "sample", "epoch")
 
+EXIT_PASS = 0
+EXIT_REGRESSION = 1
+EXIT_BAD_INPUT = 2
+EXIT_INCOMPARABLE = 3
+EXIT_CRASH = 4
+"""Exit codes of ``gem-eval gate``, one per verdict: 0 no significant regression; 1 a
+significant regression; 2 bad input (an unknown run, a bad option: the CLI's user-error
+code); 3 the runs are not comparable (an unfinished run, different suite hashes, no common
+samples, too many infrastructure errors); 4 the gate itself failed (a bug, an unreadable
+index). A CI job can tell a regression from a broken pipeline."""
+
 
 @dataclass(frozen=True)
 class RunCounts:
@@ -55,17 +66,20 @@ class Comparison:
     Attributes:
         paired_on: The columns pairs are matched on.
         n_pairs: Episodes scored in both runs.
+        n_samples: Samples with at least one such pair: the unit of the statistics.
         base_mean: Mean base score over the pairs; ``new_mean`` likewise.
         diff: ``new_mean - base_mean``.
         ci_low: The ``level`` paired bootstrap interval of ``diff`` (resampling samples,
             with all their epochs); ``ci_high`` likewise.
-        binary: Every paired score is 0 or 1.
-        mcnemar: McNemar's test (``a`` = base, ``b`` = new) when ``binary``.
+        binary: Every sample's score (its mean over the epochs paired in both runs) is 0
+            or 1 in both runs: one epoch each, or epochs that all agree.
+        mcnemar: McNemar's test on samples (``a`` = base, ``b`` = new) when ``binary``.
         per_task: The breakdown by task, in task order.
     """
 
     paired_on: tuple[str, ...]
     n_pairs: int
+    n_samples: int
     base_mean: float
     new_mean: float
     diff: float
@@ -81,7 +95,7 @@ class Comparison:
 
 @dataclass(frozen=True)
 class GateVerdict:
-    """The gate's answer: ``pass`` (exit 0), ``fail`` (exit 1) or ``incomparable`` (exit 2)."""
+    """The gate's answer: ``pass`` (exit 0), ``fail`` (exit 1) or ``incomparable`` (exit 3)."""
 
     status: Literal["pass", "fail", "incomparable"]
     exit_code: int
@@ -102,7 +116,8 @@ def compare_runs(
     baseline, whose model names differ), episodes pair on ``(task_id, sample, epoch)``.
     Otherwise they pair on ``(model, task_id, sample, epoch)``, so only models present in
     both runs are compared. A pair needs both episodes scored (infrastructure errors in
-    either run drop the pair).
+    either run drop the pair). The statistics are per sample: the bootstrap resamples
+    samples with all their pairs, and McNemar's test counts samples, not epochs.
 
     Raises:
         ValueError: A run holds two episodes with the same pairing key (frames of more
@@ -119,9 +134,22 @@ def compare_runs(
         n_scored[[*on, "score"]], on=on, suffixes=("_base", "_new"), sort=True
     )
     a, c = pairs["score_base"].to_numpy(float), pairs["score_new"].to_numpy(float)
-    clusters = pairs.groupby(on[:-1], sort=False).ngroup().to_numpy()
+    sample_key = on[:-1]
+    clusters = pairs.groupby(sample_key, sort=False).ngroup().to_numpy()
     diff = paired_bootstrap_diff(a, c, level, n_resamples, seed, clusters=clusters)
-    binary = bool(len(pairs)) and all(set(x.tolist()) <= {0.0, 1.0} for x in (a, c))
+    # McNemar's test takes each pair for an independent trial. The epochs of one sample are
+    # not independent (one item, one difficulty: a sample that fails tends to fail every
+    # epoch), so counting epochs would multiply one sample's evidence by the epoch count and
+    # overstate significance. Its unit is the sample, scored by its mean over the epochs
+    # paired in both runs. That mean is binary when every epoch agrees (or there is one);
+    # a fractional mean is not a success or a failure, and forcing it into one (majority
+    # vote, any success) would test another quantity than the mean score the gate judges.
+    # So McNemar runs only when every sample is binary in both runs; otherwise the clustered
+    # paired bootstrap, which resamples whole samples, stands alone.
+    per_sample = pairs.groupby(sample_key, sort=True)[["score_base", "score_new"]].mean()
+    sa = per_sample["score_base"].to_numpy(float)
+    sc = per_sample["score_new"].to_numpy(float)
+    binary = bool(len(per_sample)) and all(set(x.tolist()) <= {0.0, 1.0} for x in (sa, sc))
     per_task = [
         TaskDiff(
             str(task),
@@ -135,6 +163,7 @@ def compare_runs(
     return Comparison(
         paired_on=tuple(on),
         n_pairs=len(pairs),
+        n_samples=len(per_sample),
         base_mean=float(a.mean()) if len(a) else math.nan,
         new_mean=float(c.mean()) if len(c) else math.nan,
         diff=diff.mean,
@@ -142,7 +171,7 @@ def compare_runs(
         ci_high=diff.high,
         level=level,
         binary=binary,
-        mcnemar=mcnemar(a > 0.5, c > 0.5) if binary else None,
+        mcnemar=mcnemar(sa > 0.5, sc > 0.5) if binary else None,
         per_task=per_task,
         base=RunCounts(len(b), int(b["scored"].sum())),
         new=RunCounts(len(n), int(n["scored"].sum())),
@@ -161,17 +190,17 @@ def gate(
 ) -> GateVerdict:
     """Decide whether ``new`` regressed from ``base``.
 
-    * ``incomparable`` (exit 2) when ``same_suite_hash`` is False (the caller compares the
+    * ``incomparable`` (exit 3) when ``same_suite_hash`` is False (the caller compares the
       runs' suite hashes), when either run's share of unscored episodes (infra_error,
       env_error, cancelled) exceeds ``max_infra_error_rate``, or when no episode was
       scored in both runs.
     * ``fail`` (exit 1) when the drop beyond ``max_drop`` is significant at ``alpha``:
       the upper bound ``U`` of the two-sided ``1 - 2*alpha`` paired bootstrap interval of
       ``new - base`` (the one-sided ``1 - alpha`` upper confidence bound) is below
-      ``-max_drop``; and, when the scores are binary, McNemar's test agrees: more pairs
-      succeed only in base than only in new, with one-sided p-value (half the two-sided
-      one) below ``alpha``. The exact test guards small samples, where a bootstrap
-      interval is too narrow.
+      ``-max_drop``; and, when every sample's score is binary, McNemar's test on samples
+      agrees: more samples succeed only in base than only in new, with one-sided p-value
+      (half the two-sided one) below ``alpha``. The exact test guards small samples,
+      where a bootstrap interval is too narrow.
     * ``pass`` (exit 0) otherwise.
 
     Raises:
@@ -197,11 +226,12 @@ def gate(
     if cmp.n_pairs == 0 and cmp.base.episodes and cmp.new.episodes:
         reasons.append(f"no episode was scored in both runs (paired on {', '.join(cmp.paired_on)})")
     if reasons:
-        return GateVerdict("incomparable", 2, reasons, cmp)
+        return GateVerdict("incomparable", EXIT_INCOMPARABLE, reasons, cmp)
 
     summary = (
         f"mean score {cmp.base_mean:.3f} -> {cmp.new_mean:.3f} (diff {cmp.diff:+.3f}, "
         f"{cmp.level:.0%} CI [{cmp.ci_low:+.3f}, {cmp.ci_high:+.3f}]) over {cmp.n_pairs} pairs"
+        f" of {cmp.n_samples} samples"
     )
     beyond = cmp.ci_high < -max_drop
     test = cmp.mcnemar
@@ -209,12 +239,15 @@ def gate(
         one_sided = test.p_value / 2 if test.only_a > test.only_b else 1.0
         beyond = beyond and one_sided < alpha
         summary += (
-            f"; McNemar one-sided p={one_sided:.3g} ({test.only_a} pairs pass only in base, "
+            f"; McNemar one-sided p={one_sided:.3g} ({test.only_a} samples pass only in base, "
             f"{test.only_b} only in new)"
         )
     if beyond:
         return GateVerdict(
-            "fail", 1, [f"significant drop beyond {max_drop:g} at alpha {alpha:g}: {summary}"], cmp
+            "fail",
+            EXIT_REGRESSION,
+            [f"significant drop beyond {max_drop:g} at alpha {alpha:g}: {summary}"],
+            cmp,
         )
     verdict = f"no significant drop beyond {max_drop:g} at alpha {alpha:g}: {summary}"
-    return GateVerdict("pass", 0, [verdict], cmp)
+    return GateVerdict("pass", EXIT_PASS, [verdict], cmp)

@@ -119,7 +119,7 @@ def comparison_lines(cmp: Comparison) -> list[str]:
     if cmp.mcnemar is not None:
         m = cmp.mcnemar
         lines.append(
-            f"McNemar ({m.method}) p={m.p_value:.3g}: {m.only_a} pairs pass only in base, "
+            f"McNemar ({m.method}) p={m.p_value:.3g}: {m.only_a} samples pass only in base, "
             f"{m.only_b} only in new"
         )
     lines.append(

@@ -227,13 +227,13 @@ def test_leaderboard_compare_and_gate(openai_server: FakeOpenAIServer, tmp_path:
     text = " ".join(compared.stdout.split())
     assert "diff -1.000 over 12 pairs" in text and "12 only in new" not in text
 
-    # An interrupted run is not comparable: the gate says so and exits 2.
+    # An interrupted run is not comparable: the gate says so and exits 3.
     manifest_path = results / worse / "manifest.json"
     finished = manifest_path.read_text()
     manifest_path.write_text(json.dumps({**json.loads(finished), "status": "interrupted"}))
     assert gem_eval("results", "reindex", results=results).returncode == 0
     partial = gem_eval("gate", worse, "--baseline", base, results=results)
-    assert partial.returncode == 2 and "is interrupted" in partial.stdout, partial.stdout
+    assert partial.returncode == 3 and "is interrupted" in partial.stdout, partial.stdout
     manifest_path.write_text(finished)
     assert gem_eval("results", "reindex", results=results).returncode == 0
 

@@ -64,6 +64,44 @@ def test_compare_pairs_on_model_when_a_run_has_several() -> None:
     assert cmp.n_pairs == 4 and cmp.diff == 0.0
 
 
+def epochs_run(per_sample: list[list[bool]], model: str) -> pd.DataFrame:
+    """One run: sample i played its epochs with the outcomes per_sample[i]."""
+    rows = [
+        episode(model=model, task_id=f"t{i % 2}", sample=i, epoch=e, success=ok, run_id=model)
+        for i, outcomes in enumerate(per_sample)
+        for e, ok in enumerate(outcomes)
+    ]
+    return frame(rows)
+
+
+def test_mcnemar_counts_samples_not_epochs() -> None:
+    # 5 samples x 8 epochs; every epoch of a sample agrees. Counted per epoch, 40 discordant
+    # pairs all one way would be p ~ 1e-12; 5 independent samples give one-sided p = 1/32.
+    # 4 samples all lost: one-sided p = 1/16, not significant at 0.05 however many epochs.
+    base = epochs_run([[True] * 8] * 5, "ckpt-1")
+    new = epochs_run([[False] * 8] * 5, "ckpt-2")
+    cmp = compare_runs(base, new)
+    assert (cmp.n_pairs, cmp.n_samples, cmp.binary) == (40, 5, True)
+    assert cmp.mcnemar is not None and (cmp.mcnemar.only_a, cmp.mcnemar.only_b) == (5, 0)
+    assert cmp.mcnemar.p_value == pytest.approx(2 / 32)
+    four_lost = gate(epochs_run([[True] * 8] * 4, "a"), epochs_run([[False] * 8] * 4, "b"))
+    assert four_lost.comparison is not None and four_lost.comparison.ci_high == -1.0
+    assert four_lost.status == "pass"  # the bootstrap alone would fail it: McNemar guards
+    assert "McNemar one-sided p=0.0625 (4 samples pass only in base" in four_lost.reasons[0]
+    assert gate(base, new).status == "fail"  # 5 samples: p = 1/32 < 0.05
+
+
+def test_epochs_that_disagree_leave_the_bootstrap_alone() -> None:
+    # A sample whose epochs disagree has a fractional mean: not a success or a failure.
+    base = epochs_run([[True, True], [True, False], [False, False]] * 10, "ckpt-1")
+    new = epochs_run([[True, False], [False, False], [False, False]] * 10, "ckpt-2")
+    cmp = compare_runs(base, new)
+    assert (cmp.n_samples, cmp.binary, cmp.mcnemar) == (30, False, None)
+    assert cmp.diff == pytest.approx(-1 / 3)
+    verdict = gate(base, new)
+    assert verdict.status == "fail" and "McNemar" not in verdict.reasons[0]
+
+
 def test_compare_continuous_scores_have_no_mcnemar() -> None:
     base = run([True] * 4)
     new = run([True] * 4).assign(score=[0.5, 1.0, 0.25, 1.0])
@@ -107,14 +145,14 @@ def test_a_tiny_sample_cannot_fail_the_gate() -> None:
 def test_different_suite_hashes_are_incomparable() -> None:
     outcomes = bernoulli(0.6, 50, seed=5)
     verdict = gate(run(outcomes), run(outcomes), same_suite_hash=False)
-    assert (verdict.status, verdict.exit_code) == ("incomparable", 2)
+    assert (verdict.status, verdict.exit_code) == ("incomparable", 3)
     assert "suite hashes differ" in verdict.reasons[0]
 
 
 def test_a_high_infra_error_rate_is_incomparable() -> None:
     outcomes = bernoulli(0.6, 80, seed=6)
     verdict = gate(run(outcomes), run(outcomes, infra=20))  # 20% of the new run lost
-    assert (verdict.status, verdict.exit_code) == ("incomparable", 2)
+    assert (verdict.status, verdict.exit_code) == ("incomparable", 3)
     assert "20 of 100 episodes of the new run were not scored" in verdict.reasons[0]
     assert gate(run(outcomes), run(outcomes, infra=5)).status == "pass"  # ~6%: tolerated
 
@@ -123,7 +161,7 @@ def test_runs_without_common_samples_are_incomparable() -> None:
     base = run([True] * 4)
     new = run([True] * 4).assign(task_id="other")
     verdict = gate(base, new)
-    assert (verdict.status, verdict.exit_code) == ("incomparable", 2)
+    assert (verdict.status, verdict.exit_code) == ("incomparable", 3)
     assert "no episode was scored in both runs" in verdict.reasons[0]
 
 
@@ -186,8 +224,8 @@ def test_cli_commands_over_a_fake_index(monkeypatch: pytest.MonkeyPatch, tmp_pat
     assert result.output.startswith("gate FAIL: bad against baseline base")
     assert invoke("gate", "good", "--baseline", "base").exit_code == 0
     result = invoke("gate", "other", "--baseline", "base")
-    assert result.exit_code == 2 and "suite hash: baseline h1, new h2" in result.output
-    assert invoke("gate", "latest", "--baseline", "base").exit_code == 2  # "other" is latest
+    assert result.exit_code == 3 and "suite hash: baseline h1, new h2" in result.output
+    assert invoke("gate", "latest", "--baseline", "base").exit_code == 3  # "other" is latest
 
     result = invoke("leaderboard", "base", "bad", "--format", "md")
     assert result.exit_code == 0, result.output

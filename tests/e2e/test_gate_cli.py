@@ -1,0 +1,136 @@
+"""``gem-eval gate`` end to end: each exit code, from the CLI in a subprocess, on run
+directories written by the results store."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from gem_eval.records import EpisodeRecord, ModelSpec, RunManifest, TaskSpec
+from gem_eval.store import RunDir
+from tests.e2e.test_run_cli import gem_eval
+
+
+def write_run(
+    results: Path,
+    run_id: str,
+    successes: list[bool] | np.ndarray,
+    *,
+    suite_hash: str = "h1",
+    infra: int = 0,
+    status: str = "finished",
+    started_at: float = 1000.0,
+    first: int = 0,
+) -> None:
+    """A run of one model on tasks t0..t3: sample ``first + i`` succeeds when
+    ``successes[i]``, then ``infra`` more samples lost to infrastructure errors."""
+    n = len(successes)
+    manifest = RunManifest(
+        run_id=run_id,
+        suite="fixed",
+        suite_hash=suite_hash,
+        models=[ModelSpec(name=f"openai/{run_id}")],
+        tasks=[TaskSpec(id=f"t{i}", env_id="game:GuessTheNumber-v0-easy") for i in range(4)],
+        episodes_planned=n + infra,
+        gem_eval_version="0.0.0",
+        host="test",
+        started_at=started_at,
+        finished_at=started_at + 1,
+        status=status,
+    )
+    run = RunDir.create(results, manifest)
+    outcomes: list[tuple[str, float | None]] = [("completed", float(ok)) for ok in successes]
+    outcomes += [("infra_error", None)] * infra
+    run.extend(
+        EpisodeRecord(
+            run_id=run_id,
+            key=f"openai/{run_id}|t{i % 4}|{i}|0",
+            model=f"openai/{run_id}",
+            task_id=f"t{i % 4}",
+            sample=i,
+            epoch=0,
+            outcome=outcome,  # type: ignore[arg-type]
+            score=score,
+            success=bool(score),
+            turns=1,
+            started_at=started_at,
+            finished_at=started_at + 1,
+        )
+        for i, (outcome, score) in enumerate(outcomes, first)
+    )
+
+
+def bernoulli(p: float, n: int, seed: int) -> np.ndarray:
+    return np.random.default_rng(seed).random(n) < p
+
+
+@pytest.fixture
+def results(tmp_path: Path) -> Path:
+    """A base run and a run with the same outcomes (the base's baseline)."""
+    root = tmp_path / "results"
+    write_run(root, "base", bernoulli(0.8, 200, seed=1))
+    write_run(root, "same", bernoulli(0.8, 200, seed=1), started_at=2000.0)
+    return root
+
+
+def test_0_no_significant_regression(results: Path) -> None:
+    done = gem_eval("gate", "same", "--baseline", "base", results=results)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert done.stdout.startswith("gate PASS: same against baseline base")
+
+
+def test_1_a_significant_regression(results: Path) -> None:
+    write_run(results, "worse", bernoulli(0.4, 200, seed=2), started_at=3000.0)
+    done = gem_eval("gate", "latest", "--baseline", "base", results=results)
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert done.stdout.startswith("gate FAIL: worse against baseline base")
+    assert "significant drop beyond 0.02" in done.stdout and not done.stderr
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["gate", "nope", "--baseline", "base"], "error: no run 'nope'"),
+        (["gate", "same", "--baseline", "bsae"], "no run 'bsae'. Did you mean:"),
+        (["gate", "same", "--baseline", "base", "--alpha", "0.7"], "--alpha must lie in"),
+        (["gate", "same", "--baseline", "base", "--max-drop", "lots"], "Invalid value"),
+        (["gate", "same"], "Missing option '--baseline'"),
+    ],
+)
+def test_2_bad_input(results: Path, args: list[str], message: str) -> None:
+    done = gem_eval(*args, results=results)
+    assert done.returncode == 2, done.stdout + done.stderr
+    assert message in done.stderr and "Traceback" not in done.stderr
+
+
+@pytest.mark.parametrize(
+    ("new", "reason"),
+    [
+        ({"suite_hash": "h2"}, "suite hashes differ"),
+        ({"infra": 30}, "30 of 230 episodes of the new run were not scored"),
+        ({"status": "interrupted"}, "run new is interrupted"),
+    ],
+)
+def test_3_runs_not_comparable(results: Path, new: dict[str, object], reason: str) -> None:
+    write_run(results, "new", bernoulli(0.8, 200, seed=1), **new)  # type: ignore[arg-type]
+    done = gem_eval("gate", "new", "--baseline", "base", results=results)
+    assert done.returncode == 3, done.stdout + done.stderr
+    assert done.stdout.startswith("gate INCOMPARABLE: new against baseline base")
+    assert reason in done.stdout
+
+
+def test_3_without_a_common_sample(results: Path) -> None:
+    write_run(results, "new", bernoulli(0.8, 200, seed=1), first=1000)
+    done = gem_eval("gate", "new", "--baseline", "base", results=results)
+    assert done.returncode == 3, done.stdout + done.stderr
+    assert "no episode was scored in both runs" in done.stdout
+
+
+def test_4_the_gate_itself_failed(results: Path) -> None:
+    (results / "index.sqlite").write_bytes(b"not a database, " * 512)  # a corrupt cache
+    done = gem_eval("gate", "same", "--baseline", "base", results=results)
+    assert done.returncode == 4, done.stdout + done.stderr
+    assert done.stderr.splitlines()[-1].startswith("error: the gate failed: DatabaseError")
+    assert not done.stdout  # no verdict was printed
