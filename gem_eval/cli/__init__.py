@@ -19,6 +19,9 @@ def main(argv: list[str] | None = None) -> None:
     from gem_eval.cli.app import app
     from gem_eval.errors import GemEvalError, UserError
 
+    # litellm would fetch its price list from GitHub at import (and warn three times when
+    # offline): the copy it ships is enough. A user's own setting wins.
+    os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
     # SIGTERM exits like Ctrl-C does, through exit handlers: local model servers and
     # (later) containers are stopped instead of leaking.
     signal.signal(signal.SIGTERM, lambda signum, frame: sys.exit(130))

@@ -1,0 +1,219 @@
+"""A whole run through the library path the CLI takes (plan_run + execute_run): failures
+of gem-eval and of the configuration, the run's status, and what --resume may change."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from gem_eval.errors import UserError
+from gem_eval.models import ScriptedModel
+from gem_eval.models.base import GenerateConfig, Message, Model, ModelOutput, ToolSchema
+from gem_eval.records import ModelSpec
+from gem_eval.runner import EXIT_CONFIG_ERROR, EXIT_HARNESS_ERROR, EXIT_OK
+from gem_eval.runner.resume import ResumeRequest
+from gem_eval.runner.runner import RunSummary
+from gem_eval.runner.session import RunOptions, execute_run, plan_run
+from gem_eval.store import RunDir
+
+SUITE = """
+name: tiny
+defaults: {samples: 3, limits: {max_turns: 4}, seed: 0}
+tasks:
+  - env: game:GuessTheNumber-v0-easy
+"""
+
+
+@pytest.fixture
+def suite(tmp_path: Path) -> Path:
+    path = tmp_path / "tiny.yaml"
+    path.write_text(SUITE)
+    return path
+
+
+class Broken(Model):
+    """A model whose code has a bug (as a client library's unexpected exception would)."""
+
+    name = "broken"
+
+    async def generate(
+        self,
+        messages: list[Message],
+        tools: list[ToolSchema] | None = None,
+        config: GenerateConfig | None = None,
+    ) -> ModelOutput:
+        return ModelOutput(text=messages["oops"])  # type: ignore[call-overload]
+
+
+def play(
+    suite: Path, results: Path, factory: Any, models: list[str], **options: Any
+) -> tuple[RunSummary, RunDir]:
+    plan = plan_run(str(suite), [ModelSpec(name=m) for m in models], RunOptions(**options), results)
+    summary = asyncio.run(execute_run(plan, model_factory=factory))
+    return summary, plan.run_dir
+
+
+def test_a_bug_in_gem_eval_is_a_harness_error_and_the_run_fails(
+    suite: Path, tmp_path: Path
+) -> None:
+    summary, run_dir = play(suite, tmp_path / "r", lambda spec: Broken(), ["broken"])
+    assert summary.exit_code == EXIT_HARNESS_ERROR and summary.outcomes["harness_error"] == 3
+    manifest = run_dir.read_manifest()
+    assert manifest.status == "failed"
+    assert manifest.error is not None and "harness_error" in manifest.error
+    records = list(run_dir.records())
+    assert all(r.outcome == "harness_error" and r.score is None for r in records)
+    trajectory = records[0].trajectory
+    assert trajectory is not None and "TypeError" in (trajectory.traceback or "")
+    # --resume plays them again (after the bug is fixed).
+    again = plan_run(None, [], RunOptions(), tmp_path / "r", resume=manifest.run_id)
+    assert len(again.todo) == 3
+
+
+def test_a_run_where_every_episode_errored_is_not_finished(suite: Path, tmp_path: Path) -> None:
+    from gem_eval.errors import ModelCallError
+
+    failing = ScriptedModel([ModelCallError("503 down", status=503, transient=True)])
+    summary, run_dir = play(suite, tmp_path / "r", lambda spec: failing, ["scripted"])
+    assert summary.exit_code == 3 and summary.outcomes["infra_error"] == 3
+    assert run_dir.read_manifest().status == "incomplete"
+
+
+def test_resume_may_change_how_models_are_reached_not_what_is_measured(
+    suite: Path, tmp_path: Path
+) -> None:
+    results = tmp_path / "r"
+    plan = plan_run(
+        str(suite),
+        [ModelSpec(name="openai/x", base_url="http://127.0.0.1:1/v1", args={"temperature": 0})],
+        RunOptions(seed=0, concurrency=8),
+        results,
+    )
+    run_id = plan.manifest.run_id
+    plan.run_dir.write_manifest(plan.manifest)
+
+    moved = ResumeRequest(
+        connection={"base_url": "http://127.0.0.1:2/v1", "timeout_s": 30.0},
+        options={"concurrency": 16},
+    )
+    resumed = plan_run(None, [], RunOptions(), results, resume=run_id, request=moved)
+    model = resumed.manifest.models[0]
+    assert (model.base_url, model.timeout_s) == ("http://127.0.0.1:2/v1", 30.0)
+    assert model.args == {"temperature": 0}  # kept
+    assert resumed.manifest.extra["options"]["concurrency"] == 16
+    session = resumed.manifest.sessions[-1]
+    assert session["changed"] == {
+        "--model-base-url": "http://127.0.0.1:2/v1",
+        "--timeout": 30.0,
+        "--concurrency": 16,
+    }
+    assert session["forced"] == {}
+
+    for request, flag in [
+        (ResumeRequest(options={"seed": 5}), "--seed"),
+        (ResumeRequest(model_args={"temperature": 1.0}), "-M"),
+        (ResumeRequest(options={"overrides": {"limits": {"max_turns": 9}}}), "--max-turns"),
+        (ResumeRequest(options={"sandbox": "local"}), "--sandbox"),
+    ]:
+        with pytest.raises(UserError, match=f"{flag} would change it"):
+            plan_run(None, [], RunOptions(), results, resume=run_id, request=request)
+    # The same value is no change.
+    plan_run(
+        None, [], RunOptions(), results, resume=run_id, request=ResumeRequest(options={"seed": 0})
+    )
+    with pytest.raises(UserError, match="played suite 'tiny'"):
+        plan_run(
+            None, [], RunOptions(), results, resume=run_id, request=ResumeRequest(suite="games")
+        )
+    with pytest.raises(UserError, match="run's models"):
+        plan_run(
+            None,
+            [],
+            RunOptions(),
+            results,
+            resume=run_id,
+            request=ResumeRequest(models=["openai/y"]),
+        )
+
+    forced = ResumeRequest(options={"seed": 5}, force=True)
+    again = plan_run(None, [], RunOptions(), results, resume=run_id, request=forced)
+    assert again.manifest.extra["options"]["seed"] == 5
+    assert again.manifest.sessions[-1]["forced"] == {"--seed": 5}
+    assert again.manifest.suite_hash != plan.manifest.suite_hash  # what it measures changed
+
+
+def test_a_changed_suite_file_is_refused_on_resume_unless_forced(
+    suite: Path, tmp_path: Path
+) -> None:
+    results = tmp_path / "r"
+    plan = plan_run(str(suite), [ModelSpec(name="m")], RunOptions(), results)
+    plan.run_dir.write_manifest(plan.manifest)
+    suite.write_text(SUITE.replace("max_turns: 4", "max_turns: 5"))
+    with pytest.raises(UserError, match="--suite would change it"):
+        plan_run(None, [], RunOptions(), results, resume=plan.manifest.run_id)
+    forced = ResumeRequest(force=True)
+    again = plan_run(None, [], RunOptions(), results, resume=plan.manifest.run_id, request=forced)
+    assert "--suite" in again.manifest.sessions[-1]["forced"]
+
+
+def test_a_model_server_that_refuses_the_key_stops_the_run_before_any_episode(
+    suite: Path, tmp_path: Path, openai_server: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The server answers 401 to everything (a vLLM started with --api-key)."""
+    from gem_eval.errors import ModelConfigError
+
+    openai_server.api_key = "right-key"
+    monkeypatch.setenv("MY_VLLM_CREDENTIAL", "wrong-key")
+    spec = ModelSpec(
+        name="openai/x", base_url=openai_server.base_url, api_key_env="MY_VLLM_CREDENTIAL"
+    )
+    plan = plan_run(str(suite), [spec], RunOptions(), tmp_path / "r")
+    with pytest.raises(ModelConfigError, match="refused the API key"):
+        asyncio.run(execute_run(plan))
+    assert list(plan.run_dir.records()) == []
+    manifest = json.loads((plan.run_dir.path / "manifest.json").read_text())
+    assert manifest["status"] == "failed" and "refused the API key" in manifest["error"]
+    assert "wrong-key" not in json.dumps(manifest)
+
+
+def test_the_right_key_from_a_named_variable_reaches_the_server_and_no_record(
+    suite: Path, tmp_path: Path, openai_server: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from tests.fixtures.openai_server import Reply
+
+    openai_server.handler = lambda body: Reply("\\boxed{7}")
+    openai_server.api_key = "right-key-0123456789"
+    monkeypatch.setenv("MY_VLLM_CREDENTIAL", "right-key-0123456789")
+    spec = ModelSpec(
+        name="openai/x", base_url=openai_server.base_url, api_key_env="MY_VLLM_CREDENTIAL"
+    )
+    plan = plan_run(str(suite), [spec], RunOptions(), tmp_path / "r")
+    summary = asyncio.run(execute_run(plan))
+    assert summary.exit_code == EXIT_OK
+    assert {r.authorization for r in openai_server.requests} == {"Bearer right-key-0123456789"}
+    text = (plan.run_dir.path / "episodes.jsonl").read_text()
+    text += (plan.run_dir.path / "manifest.json").read_text()
+    assert "right-key-0123456789" not in text and "MY_VLLM_CREDENTIAL" in text
+
+
+def test_an_unknown_model_stops_the_run_at_the_first_refusal(
+    suite: Path, tmp_path: Path, openai_server: Any
+) -> None:
+    """/models answers (the server is up) but the chat call is a 404: stop, exit 2."""
+    from tests.fixtures.openai_server import Fault
+
+    openai_server.handler = lambda body: Fault.status(404)
+    spec = ModelSpec(name="openai/no-such-model", base_url=openai_server.base_url)
+    plan = plan_run(str(suite), [spec], RunOptions(concurrency=1), tmp_path / "r")
+    summary = asyncio.run(execute_run(plan))
+    assert summary.exit_code == EXIT_CONFIG_ERROR
+    assert summary.stopped_by is not None and "openai/no-such-model" in summary.stopped_by
+    assert "404" in summary.stopped_by
+    records = list(plan.run_dir.records())
+    assert len(openai_server.requests) == 1  # one refusal, then no other episode started
+    assert not any(r.scored for r in records)
+    assert plan.run_dir.read_manifest().status == "failed"
