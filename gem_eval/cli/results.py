@@ -11,6 +11,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from gem_eval.cli.options import DEFAULT_RESULTS_DIR, ResultsDir, check_results_dir
+from gem_eval.outcomes import REPLAYED_OUTCOMES
 
 if TYPE_CHECKING:
     from gem_eval.records import EpisodeRecord, RunManifest
@@ -96,7 +97,7 @@ def _status(status: str) -> str:
 
 
 def _manifest_grid(m: RunManifest, records: list[EpisodeRecord]) -> Table:
-    done = sum(r.outcome != "cancelled" for r in records)
+    done = sum(r.outcome not in REPLAYED_OUTCOMES for r in records)
     tokens = sum(r.input_tokens + r.output_tokens for r in records)
     cost = sum(r.cost_usd or 0.0 for r in records)
     duration = f"{m.finished_at - m.started_at:.0f} s" if m.finished_at is not None else "-"
