@@ -21,6 +21,7 @@ import tempfile
 from collections.abc import Callable
 from pathlib import Path
 
+from gem_eval.bundled import in_bytecode_cache
 from gem_eval.cache import CacheEntry, cache_dir, file_lock
 from gem_eval.errors import SandboxUnavailableError, UserError
 from gem_eval.sandbox import docker_client
@@ -173,6 +174,8 @@ def context_hash(context: Path, dockerfile_text: str) -> str:
     """A hash of a build context's files (names, modes, bytes) and the Dockerfile used."""
     digest = hashlib.sha256(dockerfile_text.encode() + b"\0")
     for path in sorted(p for p in context.rglob("*") if p.is_file()):
+        if in_bytecode_cache(path.relative_to(context)):  # as the context tar leaves them
+            continue
         digest.update(str(path.relative_to(context)).encode() + b"\0")
         digest.update(oct(path.stat().st_mode & 0o777).encode() + b"\0")
         digest.update(path.read_bytes() + b"\0")
@@ -240,7 +243,8 @@ def _context_tar(context: Path, dockerfile: str, text: str) -> io.BytesIO:
     with tarfile.open(fileobj=buffer, mode="w") as tar:
         for path in sorted(context.rglob("*")):
             name = str(path.relative_to(context))
-            if name != dockerfile:
+            # Bytecode is no content: pip compiles the bundled tasks of an installed wheel.
+            if name != dockerfile and not in_bytecode_cache(path.relative_to(context)):
                 tar.add(path, arcname=name, recursive=False)
         data = text.encode()
         info = tarfile.TarInfo(dockerfile)

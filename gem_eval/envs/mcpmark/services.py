@@ -26,6 +26,7 @@ from abc import ABC, abstractmethod
 from pathlib import Path
 from typing import ClassVar
 
+from gem_eval.bundled import in_bytecode_cache
 from gem_eval.cache import CacheEntry, cache_dir
 from gem_eval.errors import SandboxUnavailableError
 from gem_eval.records import ToolSpec
@@ -54,12 +55,13 @@ class Service(ABC):
         source = IMAGES / self.name
         digest = hashlib.sha256()
         for path in sorted(p for p in source.rglob("*") if p.is_file()):
-            digest.update(path.name.encode() + b"\0" + path.read_bytes())
+            if not in_bytecode_cache(path.relative_to(source)):  # pip compiles server.py
+                digest.update(path.name.encode() + b"\0" + path.read_bytes())
         name = f"{self.name}-{digest.hexdigest()[:12]}"
         entry = CacheEntry(cache_dir("services") / name, check=self._complete)
 
         def build(context: Path) -> None:
-            shutil.copytree(source, context)
+            shutil.copytree(source, context, ignore=shutil.ignore_patterns("__pycache__"))
             self.fetch(context)
 
         entry.ensure(build)
