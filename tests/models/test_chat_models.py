@@ -383,3 +383,22 @@ def test_direct_backend_outlives_its_event_loop(openai_server: FakeOpenAIServer)
     assert len(openai_server.requests) == 2
     leaked = [w for w in caught if "Unclosed client session" in str(w.message)]
     assert not leaked
+
+
+def test_litellm_prices_known_models_and_not_local_ones(openai_server: FakeOpenAIServer) -> None:
+    from gem_eval.models.litellm_model import import_litellm
+
+    priced = get_model(
+        "openai/gpt-4o", base_url=openai_server.base_url, backend="litellm", retry=FAST_RETRY
+    )
+    local = get_model(
+        "openai/fake", base_url=openai_server.base_url, backend="litellm", retry=FAST_RETRY
+    )
+    assert isinstance(priced, ChatAPIModel) and isinstance(local, ChatAPIModel)
+    output = generate_once(priced)
+    usage = output.usage
+    prompt, completion = import_litellm().cost_per_token(
+        model="gpt-4o", prompt_tokens=usage.input_tokens, completion_tokens=usage.output_tokens
+    )
+    assert usage.cost_usd is not None and usage.cost_usd == pytest.approx(prompt + completion)
+    assert generate_once(local).usage.cost_usd is None
