@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import urllib.request
 from typing import TYPE_CHECKING, Any
 
 from gem_eval._version import __version__
@@ -182,8 +183,11 @@ class JSONClient:
             tls = _ssl_context() if self.base_url.startswith("https:") else True
             # No connector limit: the model's adaptive limit bounds the calls in flight.
             connector = aiohttp.TCPConnector(limit=0, ttl_dns_cache=300, ssl=tls)
+            # Proxies from the environment, as httpx (the openai SDK) honours them; only
+            # when one is set, since aiohttp then looks them up on every request.
+            proxied = bool(urllib.request.getproxies_environment())
             self._session = aiohttp.ClientSession(
-                connector=connector, headers=self._headers, trust_env=True
+                connector=connector, headers=self._headers, trust_env=proxied
             )
             self._loop = loop
         return self._session

@@ -402,3 +402,19 @@ def test_litellm_prices_known_models_and_not_local_ones(openai_server: FakeOpenA
     )
     assert usage.cost_usd is not None and usage.cost_usd == pytest.approx(prompt + completion)
     assert generate_once(local).usage.cost_usd is None
+
+
+def test_direct_backend_honours_a_proxy_from_the_environment(
+    openai_server: FakeOpenAIServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # As httpx did for the SDK: HTTP_PROXY set means every call goes through it (here a
+    # port nobody listens on, so the call cannot reach the server directly).
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    for name in ("NO_PROXY", "no_proxy"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("HTTP_PROXY", f"http://127.0.0.1:{port}")
+    error = generate_once(direct(openai_server, retry=RetryPolicy(max_retries=0)))
+    assert isinstance(error, ModelCallError) and error.transient
+    assert openai_server.requests == []
