@@ -162,7 +162,10 @@ class CacheEntry:
 
     def _usable(self, path: Path) -> bool:
         ok = manifest_ok(path) if path.is_dir() else path.is_file()
-        return ok and (self.check is None or self.check(path))
+        try:
+            return ok and (self.check is None or self.check(path))
+        except OSError:  # replaced or removed while checked: not usable as seen
+            return False
 
     def _sibling(self, kind: str) -> Path:
         return self.path.with_name(f".{self.path.name}.{uuid.uuid4().hex[:12]}.{kind}")
