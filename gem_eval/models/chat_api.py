@@ -1,9 +1,10 @@
 """What the HTTP chat models share: limits, retries, and reading a chat completion.
 
 Subclasses send one ``/chat/completions`` request (:meth:`ChatAPIModel._request`);
-this class wraps it in the adaptive connection limit and the retry policy, and turns
-the reply (litellm's ``ModelResponse`` or openai's ``ChatCompletion``: the same shape)
-into a :class:`~gem_eval.models.base.ModelOutput`.
+this class wraps it in the adaptive connection limit, the adaptive per-call timeout and
+the retry policy, and turns the reply (litellm's ``ModelResponse`` or openai's
+``ChatCompletion``: the same shape) into a :class:`~gem_eval.models.base.ModelOutput`
+(:meth:`ChatAPIModel._read`, which a subclass may override).
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from gem_eval.models.base import (
     ToolSchema,
     Usage,
 )
+from gem_eval.models.call_timeout import CallTimeout, CallTimeoutError, within
 from gem_eval.models.concurrency import AdaptiveLimit
 from gem_eval.models.retry import Failure, MalformedReplyError, RetryPolicy, with_retries
 
@@ -33,8 +35,11 @@ class ChatAPIModel(Model):
         api_base: Base URL of an OpenAI-compatible server (vLLM, SGLang, llama.cpp ...).
         api_key: The key; ``None`` takes the provider's environment variable.
         retry: Retries and the per-call timeout.
-        concurrency: Initial calls in flight (adapts to 429s between 1 and ``max_concurrency``).
-        max_concurrency: Upper bound of the adaptive limit.
+        concurrency: Calls in flight at first, and at most: what the run asked for. The
+            limit backs off on 429s and regains this within seconds (see
+            :class:`~gem_eval.models.concurrency.AdaptiveLimit`). ``None``: the model's
+            ``default_concurrency``, growing up to ``max_concurrency``.
+        max_concurrency: The ceiling when ``concurrency`` is not given.
         name: How results name the model (default: ``model``).
     """
 
@@ -52,8 +57,18 @@ class ChatAPIModel(Model):
         self.model, self.api_base, self.api_key = model, api_base, api_key
         self.name = name or model
         self.retry = retry or RetryPolicy()
-        initial = concurrency or self.default_concurrency
-        self.limit = AdaptiveLimit(initial, maximum=max(initial, max_concurrency))
+        if concurrency is not None:
+            self.limit = AdaptiveLimit(concurrency, maximum=concurrency)
+        else:
+            initial = self.default_concurrency
+            self.limit = AdaptiveLimit(initial, maximum=max(initial, max_concurrency))
+        policy = self.retry
+        self.call_timeout = CallTimeout(
+            policy.timeout_s, policy.timeout_floor_s, policy.timeout_multiple
+        )
+        # Calls sent before the first reply carry the client's cold start (litellm's import
+        # takes seconds): they do not teach the timeout what a call takes.
+        self._warm_at: float | None = None
 
     @abstractmethod
     async def _request(
@@ -70,14 +85,28 @@ class ChatAPIModel(Model):
         settings = config or GenerateConfig()
         started = time.monotonic()
         epoch = self.limit.epoch  # the limit's epoch when the last attempt started
+        cuts = 0  # attempts of this call cut by the timeout: each retry gets twice the time
 
         async def attempt() -> ModelOutput:
-            nonlocal epoch
+            nonlocal epoch, cuts
             epoch = await self.limit.acquire()
+            sent = time.monotonic()
             try:
-                output = self._read(await self._request(messages, tools, settings))
+                response = await within(
+                    self._request(messages, tools, settings),
+                    lambda: self.call_timeout.seconds(settings.max_tokens, cuts),
+                )
+            except CallTimeoutError:
+                cuts += 1
+                raise
             finally:
-                self.limit.release()
+                self.limit.release()  # a retry waits its backoff without holding a slot
+            output = self._read(response)
+            answered = time.monotonic()
+            if self._warm_at is None:
+                self._warm_at = answered
+            elif sent >= self._warm_at:
+                self.call_timeout.observe(answered - sent, output.usage.output_tokens)
             self.limit.on_success()
             return output
 

@@ -1,9 +1,34 @@
-"""Retrying failed model calls: which failures, how often, how long to wait.
+"""Retrying failed model calls: which failures, how often, how long to wait, when to cut.
 
 Transient failures are retried with exponential backoff and full jitter, honouring a
 server's ``Retry-After``: rate limits (429), 408/409, server errors (5xx), timeouts,
 connection errors and malformed replies. Refusals (400, 401, 403, 404, 422) are not.
 Only the failed call is repeated; the episode's earlier steps are never re-run.
+
+The per-call timeout (:class:`~gem_eval.models.call_timeout.CallTimeout`) adapts to the
+model, so that a hung request does not hold an episode, and a connection slot, for the
+full ``timeout_s``:
+
+* A call is cut after ``max(timeout_floor_s, timeout_multiple x p95)`` seconds, where
+  ``p95`` is the 95th percentile latency of the model's last 256 successful calls; when
+  the call sets ``max_tokens``, never before ``1.5 x max_tokens`` times the p95 seconds
+  per generated token seen so far (a long generation that was asked for is not a hang).
+  Never after ``timeout_s`` (``--timeout``, the ceiling), which also applies alone until
+  16 calls have succeeded.
+* A cut call is retried like any timeout, and its retry gets twice the time (four times
+  after a second cut, up to the ceiling): a legitimately long call is cut at most a few
+  times, then runs to the ceiling. With the defaults (10 s floor, 10 x p95) a model
+  whose calls usually take under a second gives each call at least 10 s, 20 s and 40 s
+  before the full ``timeout_s``.
+* A cut is not a rate limit: it neither shrinks the connection limit nor enters the
+  latency window, and the retry waits its backoff without holding a slot.
+* Cutting a call closes its connection, so the server drops the request: a cut call is
+  never answered later. A reply that reached the client as the deadline fired is used,
+  not discarded (see :func:`~gem_eval.models.call_timeout.within`). A step whose reply
+  was accepted is thus never sent again.
+
+Replies are read whole (no streaming), so there is no separate first-byte timeout: the
+first byte of a non-streamed reply is its last.
 """
 
 from __future__ import annotations
@@ -15,6 +40,7 @@ from dataclasses import dataclass
 from typing import Any, TypeVar
 
 from gem_eval.errors import ModelCallError
+from gem_eval.models.call_timeout import CallTimeoutError
 
 T = TypeVar("T")
 TRANSIENT_STATUS = {408, 409, 429}
@@ -30,15 +56,20 @@ class RetryPolicy:
 
     Attributes:
         max_retries: Retries after the first attempt.
-        timeout_s: Per-call timeout, so a hung server never stalls an episode.
+        timeout_s: The longest a call may take (the adaptive timeout's ceiling).
         initial_wait_s: First backoff (doubled per retry, with full jitter).
         max_wait_s: Longest single wait, ``Retry-After`` included.
+        timeout_floor_s: The adaptive timeout's floor; at or above ``timeout_s`` it
+            turns adaptation off (every call may take ``timeout_s``).
+        timeout_multiple: The adaptive timeout in multiples of the p95 latency.
     """
 
     max_retries: int = 6
     timeout_s: float = 120.0
     initial_wait_s: float = 1.0
     max_wait_s: float = 60.0
+    timeout_floor_s: float = 2.0
+    timeout_multiple: float = 5.0
 
 
 @dataclass(frozen=True)
@@ -49,6 +80,7 @@ class Failure:
     status: int | None = None
     retry_after: float | None = None
     rate_limited: bool = False
+    timed_out: bool = False
 
 
 def classify(exc: BaseException) -> Failure | None:
@@ -59,6 +91,10 @@ def classify(exc: BaseException) -> Failure | None:
     """
     if isinstance(exc, MalformedReplyError | json.JSONDecodeError):
         return Failure(transient=True)
+    if isinstance(exc, CallTimeoutError | TimeoutError):
+        # Any layer's timeout (aiohttp's is a TimeoutError): retried, and never left to
+        # escape, since the agent loop reads a bare TimeoutError as its episode time limit.
+        return Failure(transient=True, timed_out=True)
     status = getattr(exc, "status_code", None)
     if not isinstance(status, int):
         status = None
@@ -68,7 +104,9 @@ def classify(exc: BaseException) -> Failure | None:
         return None  # not the client's: a bug to surface, not to retry
     if status is None or status >= 500 or status in TRANSIENT_STATUS:
         return Failure(True, status, _retry_after(exc), rate_limited=status == 429)
-    if name in ("Timeout", "APITimeoutError", "APIConnectionError"):
+    if name in ("Timeout", "APITimeoutError"):
+        return Failure(True, status, timed_out=True)
+    if name == "APIConnectionError":
         return Failure(True, status)
     return Failure(False, status)
 

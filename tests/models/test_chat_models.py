@@ -207,8 +207,8 @@ def test_connection_limit_shrinks_on_429s(openai_server: FakeOpenAIServer, backe
 
     outputs = asyncio.run(main())
     assert all(o.text for o in outputs)
-    assert model.limit.limit < 20  # cut by 429s, and a run of 20 successes is not yet back
-    assert model.limit.epoch >= 1
+    # Cut by the burst of 429s, once (it regains its size within seconds: not asserted here).
+    assert model.limit.cuts == 1 and model.limit.epoch == 1
 
 
 def test_missing_api_key_is_one_clear_error(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -101,20 +101,110 @@ def test_retries_run_out() -> None:
     assert (result.status, result.transient, result.retries, len(slept)) == (503, True, 3, 3)
 
 
-def test_limit_shrinks_once_per_epoch_and_grows_back() -> None:
-    limit = AdaptiveLimit(initial=20, maximum=100)
+class FakeClock:
+    """Seconds that pass only when a test says so."""
+
+    def __init__(self) -> None:
+        self.now = 1000.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def test_limit_starts_at_what_was_asked_and_never_exceeds_it() -> None:
+    limit = AdaptiveLimit(initial=64)
+    assert (limit.limit, limit.maximum) == (64, 64)
+    assert AdaptiveLimit(initial=20, maximum=100).limit == 20
+
+
+@pytest.mark.parametrize("backend", ["litellm", "openai"])
+def test_a_run_gives_each_model_the_connections_it_asked_for(backend: str) -> None:
+    from gem_eval.records import ModelSpec
+    from gem_eval.runner.session import default_model_factory
+
+    spec = ModelSpec(name="openai/fake", base_url="http://127.0.0.1:9/v1", backend=backend)
+    model = default_model_factory(spec, concurrency=64)  # --concurrency 64
+    assert (model.limit.limit, model.limit.maximum) == (64, 64)
+    spec = spec.model_copy(update={"max_connections": 8})  # --max-connections 8
+    model = default_model_factory(spec, concurrency=64)
+    assert (model.limit.limit, model.limit.maximum) == (8, 8)
+
+
+def test_a_burst_of_429s_cuts_the_limit_once() -> None:
+    clock = FakeClock()
+    limit = AdaptiveLimit(initial=64, clock=clock)
     epoch = limit.epoch
-    for _ in range(20):  # a burst of 429s from calls started under one limit
-        limit.on_rate_limit(epoch)
-    assert limit.limit == 16
+    cut = [limit.on_rate_limit(epoch) for _ in range(30)]  # 30 calls refused at once
+    assert cut.count(True) == 1 and limit.limit == 51  # 64 x 0.8, once
+    # Calls sent after the cut and refused within the cooldown: the same burst.
+    clock.now += 1.0
+    assert not limit.on_rate_limit(limit.epoch)
+    assert limit.cuts == 1
+    # A 429 after the cooldown, from a call sent under the cut limit: a new burst.
+    clock.now += 1.5
+    before = limit.limit
+    assert limit.on_rate_limit(limit.epoch)
+    assert limit.cuts == 2 and limit.limit == int(before * 0.8)
+
+
+def test_limit_recovers_within_seconds_once_429s_stop() -> None:
+    clock = FakeClock()
+    limit = AdaptiveLimit(initial=64, recover_s=10.0, cooldown_s=0.0, clock=clock)
+    while limit.limit > limit.minimum:  # cut all the way down
+        assert limit.on_rate_limit(limit.epoch)
+    assert limit.limit == 1
+    clock.now += 5.0
+    assert 1 < limit.limit < 64  # climbing, by time alone
+    clock.now += 5.0
+    assert limit.limit == 64  # back at what was asked within recover_s
+    clock.now += 100.0
+    assert limit.limit == 64  # and no further
+    # One cut heals in about a fifth of recover_s.
     limit.on_rate_limit(limit.epoch)
-    assert limit.limit == 12
-    for _ in range(12):
-        limit.on_success()
-    assert limit.limit == 13
-    for _ in range(10):
+    assert limit.limit == 51
+    clock.now += 2.1
+    assert limit.limit == 64
+
+
+def test_steady_429s_do_not_collapse_the_limit() -> None:
+    clock = FakeClock()
+    limit = AdaptiveLimit(initial=64, clock=clock)
+    lowest = limit.limit
+    for _ in range(600):  # a refused call every 0.1 s for a minute, each sent just before
+        clock.now += 0.1
         limit.on_rate_limit(limit.epoch)
-    assert limit.limit == 1  # never below the minimum
+        lowest = min(lowest, limit.limit)
+    assert lowest >= int(0.8 * 64)  # it hovers between 0.8 and 1 times what was asked
+
+
+def test_regained_slots_wake_waiters_in_order() -> None:
+    clock = FakeClock()
+    limit = AdaptiveLimit(initial=4, minimum=1, recover_s=3.0, cooldown_s=0.0, clock=clock)
+    order: list[int] = []
+
+    async def main() -> None:
+        for _ in range(4):
+            await limit.acquire()
+        while limit.limit > 1:
+            limit.on_rate_limit(limit.epoch)
+        for _ in range(3):  # three calls end: none may start, one slot is all there is
+            limit.release()
+        waiters = [asyncio.create_task(call(n)) for n in range(3)]
+        await asyncio.sleep(0)
+        assert order == [] and limit.in_flight == 1
+        clock.now += 2.0  # two slots regained
+        limit.on_success()
+        await asyncio.sleep(0)
+        assert order == [0, 1]
+        limit.release()
+        await asyncio.gather(*waiters)
+
+    async def call(n: int) -> None:
+        await limit.acquire()
+        order.append(n)
+
+    asyncio.run(main())
+    assert order == [0, 1, 2]
 
 
 def test_limit_bounds_calls_in_flight() -> None:
@@ -137,6 +227,8 @@ def test_limit_bounds_calls_in_flight() -> None:
 def test_limit_rejects_inconsistent_bounds() -> None:
     with pytest.raises(ValueError):
         AdaptiveLimit(initial=5, maximum=4)
+    with pytest.raises(ValueError):
+        AdaptiveLimit(initial=5, decrease=1.0)
 
 
 def test_waiters_are_served_in_order_and_cancellation_frees_nothing_twice() -> None:
