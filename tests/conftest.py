@@ -16,9 +16,6 @@ os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 
 IN_CI = os.environ.get("CI", "").lower() in ("1", "true", "yes")
 
-# Marks whose tests need what a machine may lack: skipped locally, failed in CI.
-GUARDED_MARKS = ("docker", "bwrap", "local_model")
-
 
 def _docker_problem() -> str | None:
     """Why Docker tests cannot run here (no SDK, engine or base image), or ``None``."""
@@ -61,6 +58,8 @@ def _local_model_problem() -> str | None:
     return f"{' and '.join(missing)} not installed: pip install 'gem-eval[local]'"
 
 
+# Marks whose tests need what a machine may lack (skipped locally, failed in CI), and the
+# check that names what is missing.
 _CHECKS = {"docker": _docker_problem, "bwrap": _bwrap_problem, "local_model": _local_model_problem}
 
 
@@ -80,7 +79,7 @@ def pytest_runtest_setup(item: pytest.Item) -> None:
     before ``pytest_collection_modifyitems`` runs, so marks added there never fire.
     ``tryfirst`` decides before any fixture (a module's shared sandbox) is set up.
     """
-    for mark in GUARDED_MARKS:
+    for mark in _CHECKS:
         if item.get_closest_marker(mark) is None:
             continue
         problem = _problem(mark)
