@@ -143,13 +143,23 @@ def trajectory_summary(traj: Trajectory, gamma: float) -> None:
 
 def run_summary(results_dir: Any, run_id: str, summary: Any) -> None:
     """The run's scores per model and task (as ``gem-eval leaderboard --by task``)."""
+    import sqlite3
+
     from gem_eval.cli.options import open_index
     from gem_eval.metrics import summarize
     from gem_eval.metrics.render import summary_table
 
-    with open_index(results_dir) as index:
-        frame = index.episodes_frame(run_ids=[run_id])
-    if len(frame):
+    try:
+        with open_index(results_dir) as index:
+            frame = index.episodes_frame(run_ids=[run_id])
+    except sqlite3.Error as exc:  # a cache: the records are safe in episodes.jsonl
+        console.print(
+            f"the results index cannot be read ({exc}): `gem-eval results reindex` "
+            "rebuilds it from the records",
+            markup=False,
+        )
+        frame = None
+    if frame is not None and len(frame):
         title = f"run {run_id}: {summary.status}"
         print_whole(summary_table(summarize(frame, by=("model", "task_id")), title=title))
     for line in outcome_lines(summary.outcomes, summary.first_errors):

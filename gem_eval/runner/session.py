@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from gem_eval._version import __version__
-from gem_eval.errors import UserError
+from gem_eval.errors import StoreWriteError, UserError
 from gem_eval.records import EpisodeRecord, EpisodeSpec, ModelSpec, RunManifest
 from gem_eval.runner import resume as resume_rules
 from gem_eval.runner.executor import Executor, LocalExecutor
@@ -145,24 +145,11 @@ async def execute_run(
     sinks: Sequence[Callable[[EpisodeRecord], None]] = (),
 ) -> RunSummary:
     """Play the planned episodes, writing each record as it finishes."""
-    from gem_eval.store import Index
-
     manifest = plan.manifest
     options = RunOptions(**manifest.extra["options"])
-    index = Index.for_root(plan.run_dir.path.parent)
     manifest.status, manifest.finished_at, manifest.error = "running", None, None
     plan.run_dir.write_manifest(manifest)
-    index.sync_run(plan.run_dir)  # a crash may have left the index behind the JSONL
-    stale = False
-
-    def record(rec: EpisodeRecord) -> None:
-        nonlocal stale
-        plan.run_dir.append(rec)  # the JSONL is the source of truth: write it first
-        try:
-            index.add_episode(rec)
-        except sqlite3.Error:  # the index is a cache: catch up after the run
-            stale = True
-
+    record = _Recorder(plan.run_dir)
     if executor is None:
         provisioner = Provisioner(manifest.run_id, options.sandbox, options.image_map)
         factory = model_factory or functools.partial(
@@ -179,11 +166,13 @@ async def execute_run(
         max_cost_usd=options.max_cost_usd,
         spent_usd=spent,
     )
+    failing = False
     try:
         executor.check(list({spec.task.id: spec.task for spec in plan.todo}.values()))
         await executor.start(manifest.models)
         summary = await runner.run(plan.todo)
     except BaseException as exc:
+        failing = True
         stopped = isinstance(exc, asyncio.CancelledError | KeyboardInterrupt)
         manifest.status = "interrupted" if stopped else "failed"
         if not stopped:
@@ -197,12 +186,53 @@ async def execute_run(
         if runner.summary.status == "interrupted":
             manifest.status = "interrupted"
         manifest.finished_at = time.time()
-        plan.run_dir.write_manifest(manifest)
-        index.add_run(manifest)
-        if stale:
-            index.sync_run(plan.run_dir)
-        index.close()
+        try:
+            plan.run_dir.write_manifest(manifest)
+        except StoreWriteError:
+            if not failing:
+                raise
+            # The first failure (a full disk) is the one to report; the old manifest
+            # stays whole and says "running", which --resume handles.
+        record.close(manifest)
     return summary
+
+
+class _Recorder:
+    """Writes each finished episode: to ``episodes.jsonl`` first (the source of truth),
+    then to the index, a cache that may lag (a full disk, a locked file) and catches up
+    after the run or with ``gem-eval results reindex``."""
+
+    def __init__(self, run_dir: Any) -> None:
+        from gem_eval.store import Index
+
+        self.run_dir, self.stale = run_dir, False
+        self.index: Index | None = None
+        try:
+            self.index = Index.for_root(run_dir.path.parent)
+            self.index.sync_run(run_dir)  # a crash may have left it behind the JSONL
+        except sqlite3.Error:
+            self.stale = True
+
+    def __call__(self, record: EpisodeRecord) -> None:
+        self.run_dir.append(record)
+        if self.index is None:
+            return
+        try:
+            self.index.add_episode(record)
+        except sqlite3.Error:
+            self.stale = True
+
+    def close(self, manifest: RunManifest) -> None:
+        if self.index is None:
+            return
+        try:
+            self.index.add_run(manifest)
+            if self.stale:
+                self.index.sync_run(self.run_dir)
+        except sqlite3.Error:
+            pass  # the JSONL holds everything; reindex rebuilds the cache
+        finally:
+            self.index.close()
 
 
 def default_model_factory(spec: ModelSpec, concurrency: int | None = None) -> Any:
