@@ -62,7 +62,7 @@ class CallTimeout:
     def __init__(
         self,
         ceiling_s: float = 120.0,
-        floor_s: float = 2.0,
+        floor_s: float = 1.0,
         multiple: float = 5.0,
         min_samples: int = 16,
         window: int = 256,

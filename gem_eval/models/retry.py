@@ -6,26 +6,28 @@ connection errors and malformed replies. Refusals (400, 401, 403, 404, 422) are 
 Only the failed call is repeated; the episode's earlier steps are never re-run.
 
 The per-call timeout (:class:`~gem_eval.models.call_timeout.CallTimeout`) adapts to the
-model, so that a hung request does not hold an episode, and a connection slot, for the
-full ``timeout_s``:
+model, so that a hung request holds neither its episode nor a connection slot for the
+whole ``timeout_s``. The rule, over the model's last 256 successful calls:
 
-* A call is cut after ``max(timeout_floor_s, timeout_multiple x p95)`` seconds, where
-  ``p95`` is the 95th percentile latency of the model's last 256 successful calls; when
-  the call sets ``max_tokens``, never before ``1.5 x max_tokens`` times the p95 seconds
-  per generated token seen so far (a long generation that was asked for is not a hang).
-  Never after ``timeout_s`` (``--timeout``, the ceiling), which also applies alone until
-  16 calls have succeeded.
-* A cut call is retried like any timeout, and its retry gets twice the time (four times
-  after a second cut, up to the ceiling): a legitimately long call is cut at most a few
-  times, then runs to the ceiling. With the defaults (10 s floor, 10 x p95) a model
-  whose calls usually take under a second gives each call at least 10 s, 20 s and 40 s
-  before the full ``timeout_s``.
+* A call is cut after ``max(timeout_floor_s, timeout_multiple x p95, 2 x slowest)``
+  seconds (defaults: 1 s, 5 x the 95th percentile latency, twice the slowest call), and,
+  when it sets ``max_tokens``, never before ``1.5 x max_tokens`` times the p95 seconds
+  per generated token: a long generation that was asked for is not a hang. A workload
+  whose long calls are more than 5% of its calls has them in its p95; a rarer long call,
+  once seen, sets ``slowest``.
+* A cut call is retried like any timeout, and each retry of it gets twice the time of
+  the last (1, 2, 4, 8 ... s for a model whose calls take a tenth of a second): a
+  legitimately long call is cut a few times at most, then runs.
+* ``timeout_s`` (``--timeout``) is the ceiling, enforced by the HTTP client itself as
+  before: the adaptive cut applies only below it, once 16 calls sent after the model's
+  first reply have succeeded (the first calls carry the client's cold start). A call
+  already in flight is cut as soon as the timeout has adapted.
 * A cut is not a rate limit: it neither shrinks the connection limit nor enters the
   latency window, and the retry waits its backoff without holding a slot.
 * Cutting a call closes its connection, so the server drops the request: a cut call is
   never answered later. A reply that reached the client as the deadline fired is used,
-  not discarded (see :func:`~gem_eval.models.call_timeout.within`). A step whose reply
-  was accepted is thus never sent again.
+  not discarded (see :func:`~gem_eval.models.call_timeout.within`). So a step is never
+  sent again once a reply to it was accepted.
 
 Replies are read whole (no streaming), so there is no separate first-byte timeout: the
 first byte of a non-streamed reply is its last.
@@ -57,7 +59,8 @@ class RetryPolicy:
     Attributes:
         max_retries: Retries after the first attempt.
         timeout_s: The longest a call may take (the adaptive timeout's ceiling).
-        initial_wait_s: First backoff (doubled per retry, with full jitter).
+        initial_wait_s: First backoff (doubled per retry, with full jitter; 0.5 s as the
+            openai SDK waits).
         max_wait_s: Longest single wait, ``Retry-After`` included.
         timeout_floor_s: The adaptive timeout's floor; at or above ``timeout_s`` it
             turns adaptation off (every call may take ``timeout_s``).
@@ -66,9 +69,9 @@ class RetryPolicy:
 
     max_retries: int = 6
     timeout_s: float = 120.0
-    initial_wait_s: float = 1.0
+    initial_wait_s: float = 0.5
     max_wait_s: float = 60.0
-    timeout_floor_s: float = 2.0
+    timeout_floor_s: float = 1.0
     timeout_multiple: float = 5.0
 
 
