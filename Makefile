@@ -34,11 +34,13 @@ lint: $(STAMP)
 	$(BIN)/ruff format --check .
 	$(BIN)/mypy
 
-## bench: the benchmarks in bench/ (they print ratios, measured in one run)
+## bench: the benchmarks in bench/ that need no Docker (each checks its work, then prints
+## ratios measured in one run); sandbox_latency.py and task_overhead.py need Docker
 bench: $(STAMP)
 	$(BIN)/python bench/env_throughput.py
 	$(BIN)/python bench/cli_startup.py
 	$(BIN)/python bench/harness_overhead.py
+	$(BIN)/python bench/fault_tolerance.py
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache
