@@ -188,7 +188,7 @@ def test_secrets_are_redacted_from_errors(openai_server: FakeOpenAIServer, backe
     openai_server.enqueue(Fault.status(401, body=body))
     traj = play(model_for(openai_server, backend))
     assert openai_server.requests[0].authorization == f"Bearer {key}"
-    assert traj.outcome == "model_error"
+    assert traj.outcome == "config_error"
     assert key not in traj.model_dump_json() and "[REDACTED]" in (traj.error or "")
 
 
