@@ -23,7 +23,7 @@ from tests.fixtures.openai_server import FakeOpenAIServer, Fault, Reply, reply_w
 
 # game:GuessTheNumber-v0-easy with seed 0 hides 7.
 EASY, SEED = "game:GuessTheNumber-v0-easy", 0
-CUT_S = 1.0  # the adapted timeout in these tests: a fast model's calls, cut at the floor
+CUT_S = 2.0  # the adapted timeout in these tests: a fast model's calls, cut at the floor
 RETRY = RetryPolicy(max_retries=3, timeout_s=30.0, initial_wait_s=0.01, max_wait_s=0.05)
 
 
@@ -98,8 +98,8 @@ def test_a_step_is_never_answered_twice(openai_server: FakeOpenAIServer, backend
     """
     model = adapted_model(openai_server, backend)
     openai_server.handler = reply_with("\\boxed{7}")  # what the hung request would answer
-    openai_server.enqueue(Reply("\\boxed{5}"), Fault.hang(CUT_S + 0.4), Reply("\\boxed{7}"))
-    traj = play(model, linger_s=1.0)  # past the hang: a live request would be answered
+    openai_server.enqueue(Reply("\\boxed{5}"), Fault.hang(CUT_S + 0.5), Reply("\\boxed{7}"))
+    traj = play(model, linger_s=1.5)  # past the hang: a live request would be answered
     assert traj.outcome == "completed" and traj.success
     assert [step.output.retries for step in traj.steps] == [0, 1]
     stats = wait_for_stats(openai_server, "abandoned", 1)
