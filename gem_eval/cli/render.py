@@ -141,6 +141,17 @@ def trajectory_summary(traj: Trajectory, gamma: float) -> None:
         console.print(f"[red]{escape(traj.error)}[/]")
 
 
+def prepare_run_summary() -> None:
+    """Import what :func:`run_summary` needs (pandas: ~0.7 s) in a worker thread while the
+    run plays, so the scores show as soon as the last episode ends."""
+    import threading
+
+    def load() -> None:
+        import pandas  # noqa: F401
+
+    threading.Thread(target=load, name="gem-eval-prewarm", daemon=True).start()
+
+
 def run_summary(results_dir: Any, run_id: str, summary: Any) -> None:
     """The run's scores per model and task (as ``gem-eval leaderboard --by task``)."""
     import sqlite3

@@ -158,6 +158,7 @@ def run(
             "isolation (your files, your network)"
         )
     progress.start(dict(plan.totals), dict(plan.done))
+    render.prepare_run_summary()
 
     async def main() -> Any:
         import signal

@@ -148,10 +148,24 @@ async def with_retries(
 ) -> tuple[T, int]:
     """Run ``call`` until it succeeds; return its result and the retries it took.
 
+    The first attempt runs bare (most calls succeed, and tenacity's machinery costs a
+    fraction of a millisecond a call); only a transient failure enters the retry loop.
+
     Raises:
         ModelCallError: A permanent failure, or transient ones outlasting the policy.
     """
     import asyncio
+
+    try:
+        return await call(), 0
+    except Exception as exc:
+        failure = classify(exc)
+        if failure is None:
+            raise
+        on_failure(failure)
+        if not failure.transient or policy.max_retries < 1:
+            raise _given_up(exc, failure, retries=0) from exc
+        first_wait = failure.retry_after
 
     from tenacity import AsyncRetrying, RetryCallState, retry_if_exception, stop_after_attempt
 
@@ -167,16 +181,18 @@ async def with_retries(
     def wait(state: RetryCallState) -> float:
         exc = state.outcome.exception() if state.outcome else None
         failure = classify(exc) if exc else None
-        return backoff(policy, state.attempt_number, failure.retry_after if failure else None, rng)
+        retry = state.attempt_number + 1  # the bare first attempt came before
+        return backoff(policy, retry, failure.retry_after if failure else None, rng)
 
+    await pause(backoff(policy, 1, first_wait, rng))
     retrying = AsyncRetrying(
         retry=retry_if_exception(transient),
-        stop=stop_after_attempt(policy.max_retries + 1),
+        stop=stop_after_attempt(policy.max_retries),
         wait=wait,
         sleep=pause,
         reraise=True,
     )
-    attempts = 0
+    attempts = 1
     try:
         async for attempt in retrying:
             with attempt:
@@ -186,10 +202,14 @@ async def with_retries(
         failure = classify(exc)
         if failure is None:
             raise
-        raise ModelCallError(
-            f"{type(exc).__name__}: {exc}".strip(),
-            status=failure.status,
-            transient=failure.transient,
-            retries=attempts - 1,
-        ) from exc
+        raise _given_up(exc, failure, retries=attempts - 1) from exc
     return result, attempts - 1
+
+
+def _given_up(exc: BaseException, failure: Failure, retries: int) -> ModelCallError:
+    return ModelCallError(
+        f"{type(exc).__name__}: {exc}".strip(),
+        status=failure.status,
+        transient=failure.transient,
+        retries=retries,
+    )
