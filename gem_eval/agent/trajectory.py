@@ -10,6 +10,7 @@ from typing import Any, Literal
 from pydantic import (
     BaseModel,
     Field,
+    SerializationInfo,
     SerializerFunctionWrapHandler,
     model_serializer,
     model_validator,
@@ -55,8 +56,10 @@ class Trajectory(Returns, BaseModel):
     """A whole episode.
 
     A tool's output is both in ``messages`` (what the model read) and in its
-    :class:`ToolEvent`; on disk it is written once: the event gets ``output_at``
+    :class:`ToolEvent`; in JSON it is written once: the event gets ``output_at``
     (``[message index, start, end]``) instead of ``output`` and reads it back on load.
+    Read a record with :meth:`model_validate_json` (or ``EpisodeRecord``'s) to get the
+    outputs back; a Python ``model_dump()`` keeps them whole.
     """
 
     schema_version: int = SCHEMA_VERSION
@@ -79,10 +82,12 @@ class Trajectory(Returns, BaseModel):
     success: bool = False
 
     @model_serializer(mode="wrap")
-    def _store_outputs_once(self, handler: SerializerFunctionWrapHandler) -> Any:
+    def _store_outputs_once(
+        self, handler: SerializerFunctionWrapHandler, info: SerializationInfo
+    ) -> Any:
         data = handler(self)
         messages = data.get("messages") if isinstance(data, dict) else None
-        if not messages:
+        if not messages or not info.mode_is_json():  # files only; Python dumps stay whole
             return data
         cursor = 0
         for step in data.get("steps", []):

@@ -37,9 +37,15 @@ def run_dirs(results: Path) -> list[Path]:
 
 def records(run_dir: Path) -> list[dict[str, object]]:
     """The records written so far (a line still being written by a live run is skipped)."""
+    from gem_eval.records import EpisodeRecord
+
     text = (run_dir / "episodes.jsonl").read_text()
     complete = text[: text.rfind("\n") + 1]
-    return [json.loads(line) for line in complete.splitlines() if line.strip()]
+    return [  # read as gem-eval reads them: tool outputs are stored once, in the messages
+        EpisodeRecord.model_validate_json(line).model_dump()
+        for line in complete.splitlines()
+        if line.strip()
+    ]
 
 
 def start_games_run(

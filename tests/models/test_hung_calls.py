@@ -42,6 +42,9 @@ def adapted_model(server: FakeOpenAIServer, backend: str) -> ChatAPIModel:
     )
     assert isinstance(model, ChatAPIModel)
     asyncio.run(model.generate([{"role": "user", "content": "warm up"}]))
+    # The server counts a reply after writing it, on its own thread: a reset before that
+    # count would let the warm-up's reply land in the test's statistics.
+    wait_for_stats(server, "replies_delivered", 1)
     server.reset()
     model.call_timeout = CallTimeout(ceiling_s=RETRY.timeout_s, floor_s=CUT_S, min_samples=0)
     return model
@@ -72,7 +75,8 @@ def test_a_hung_call_is_cut_retried_and_no_rate_limit(
     # Not a rate limit: the connection limit kept its size and epoch, and no slot is held.
     assert (model.limit.limit, model.limit.epoch, model.limit.cuts) == (8, 0, 0)
     assert model.limit.in_flight == 0
-    stats = wait_for_stats(openai_server, "abandoned", 1)
+    wait_for_stats(openai_server, "abandoned", 1)
+    stats = wait_for_stats(openai_server, "replies_delivered", 1)  # counted after writing
     assert stats["answers"] == {"hang": 1, "reply": 1}
     assert stats["abandoned"] == 1  # the client hung up: the server dropped the request
     assert (stats["replies_delivered"], stats["duplicated_steps"]) == (1, 0)
@@ -102,7 +106,8 @@ def test_a_step_is_never_answered_twice(openai_server: FakeOpenAIServer, backend
     traj = play(model, linger_s=1.5)  # past the hang: a live request would be answered
     assert traj.outcome == "completed" and traj.success
     assert [step.output.retries for step in traj.steps] == [0, 1]
-    stats = wait_for_stats(openai_server, "abandoned", 1)
+    wait_for_stats(openai_server, "abandoned", 1)
+    stats = wait_for_stats(openai_server, "replies_delivered", 2)
     assert stats["steps"] == 2 and stats["duplicated_steps"] == 0
     assert sorted(stats["replies_per_step"].values()) == [1, 1]
     assert stats["requests"] == 3 and stats["abandoned"] == 1  # the hung one, dropped
@@ -121,5 +126,5 @@ def test_a_slow_reply_within_the_timeout_is_used(
 
     output = asyncio.run(main())
     assert output.text == "late but fine" and output.retries == 0
-    stats = openai_server.stats()
+    stats = wait_for_stats(openai_server, "replies_delivered", 1)  # counted after writing
     assert (stats["requests"], stats["replies_delivered"], stats["abandoned"]) == (1, 1, 0)
