@@ -59,8 +59,10 @@ class RetryPolicy:
     Attributes:
         max_retries: Retries after the first attempt.
         timeout_s: The longest a call may take (the adaptive timeout's ceiling).
-        initial_wait_s: First backoff (doubled per retry, with full jitter; 0.5 s as the
-            openai SDK waits).
+        initial_wait_s: First backoff (doubled per retry, with full jitter). A quarter
+            second: a local server's 5xx or dropped connection is usually over at once,
+            a 429 waits its ``Retry-After``, and a failing server still backs off to a
+            minute within eight retries.
         max_wait_s: Longest single wait, ``Retry-After`` included.
         timeout_floor_s: The adaptive timeout's floor; at or above ``timeout_s`` it
             turns adaptation off (every call may take ``timeout_s``).
@@ -69,7 +71,7 @@ class RetryPolicy:
 
     max_retries: int = 6
     timeout_s: float = 120.0
-    initial_wait_s: float = 0.5
+    initial_wait_s: float = 0.25
     max_wait_s: float = 60.0
     timeout_floor_s: float = 1.0
     timeout_multiple: float = 5.0
