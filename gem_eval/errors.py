@@ -112,6 +112,20 @@ class SandboxError(GemEvalError):
     failure, reported as ``infra_error`` and never scored as the model's."""
 
 
+class TamperError(GemEvalError):
+    """The verifier's toolchain changed during the episode (found by the integrity audit
+    before grading): the episode is scored 0 as ``tampered``.
+
+    Attributes:
+        paths: The changed, added or removed paths.
+    """
+
+    def __init__(self, paths: list[str]) -> None:
+        self.paths = list(paths)
+        shown = ", ".join(self.paths[:10]) + (" ..." if len(self.paths) > 10 else "")
+        super().__init__(f"the verifier's toolchain was changed: {shown}")
+
+
 class SandboxUnavailableError(SandboxError, UserError):
     """The sandbox cannot be used as configured: Docker not installed or not running,
     the image missing, bubblewrap missing. Raised before a run, as one line."""

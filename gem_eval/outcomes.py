@@ -22,6 +22,8 @@ Outcome = Literal[
     "completed",
     "truncated",
     "model_error",
+    "sandbox_lost",
+    "tampered",
     "config_error",
     "env_error",
     "infra_error",
@@ -48,6 +50,8 @@ class OutcomeInfo:
         stops_run: The runner stops scheduling when an episode ends this way (every
             other episode would fail the same way).
         description: What it means, for the README and ``--help``.
+        zero: Scored as a failure (score 0, no success) whatever the env reported: the
+            agent caused it.
     """
 
     name: Outcome
@@ -56,6 +60,7 @@ class OutcomeInfo:
     exit_class: ExitClass
     stops_run: bool
     description: str
+    zero: bool = False
 
 
 OUTCOMES: dict[str, OutcomeInfo] = {
@@ -73,6 +78,18 @@ OUTCOMES: dict[str, OutcomeInfo] = {
             "model_error", True, False, "ok", False,
             "the API refused the call for what the model wrote: a refusal or content "
             "filter, or a context overflow",
+        ),
+        OutcomeInfo(
+            "sandbox_lost", True, False, "ok", False,
+            "the sandbox was lost after the agent's first command ran (the agent may have "
+            "killed it): charged to the agent, scored 0, never replayed",
+            zero=True,
+        ),
+        OutcomeInfo(
+            "tampered", True, False, "ok", False,
+            "the verifier's toolchain changed during the episode (the integrity audit "
+            "names the paths): scored 0, never replayed",
+            zero=True,
         ),
         OutcomeInfo(
             "config_error", False, True, "config", True,
@@ -112,6 +129,12 @@ REPLAYED_OUTCOMES: tuple[str, ...] = tuple(n for n, o in OUTCOMES.items() if o.r
 
 ERROR_OUTCOMES: tuple[str, ...] = tuple(n for n in OUTCOMES if n not in ("completed", "truncated"))
 """Outcomes counted in their own columns of leaderboards and progress displays."""
+
+
+def is_zeroed(outcome: str) -> bool:
+    """Whether ``outcome`` is scored as a failure whatever the env said."""
+    info = OUTCOMES.get(outcome)
+    return info is not None and info.zero
 
 
 def is_scored(outcome: str) -> bool:

@@ -20,7 +20,7 @@ import re
 import traceback
 from typing import Literal
 
-from gem_eval.errors import ModelCallError, SandboxError
+from gem_eval.errors import ModelCallError, SandboxError, TamperError
 
 Stage = Literal["model", "env", "loop"]
 """Where the exception came from: a model call, the env's reset/step/grading, or the
@@ -65,6 +65,8 @@ def outcome_of(exc: BaseException, stage: Stage) -> str:
     """The outcome an exception raised at ``stage`` ends an episode with."""
     if isinstance(exc, ModelCallError):
         return model_call_outcome(exc)
+    if isinstance(exc, TamperError):  # the agent changed what grades it
+        return "tampered"
     if isinstance(exc, SandboxError):  # the sandbox or its service failed: not the model's
         return "infra_error"
     if stage == "env":

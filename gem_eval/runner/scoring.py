@@ -7,6 +7,7 @@ from typing import Any, Literal
 
 from gem_eval.agent.failures import formatted_traceback
 from gem_eval.agent.trajectory import Trajectory
+from gem_eval.outcomes import is_zeroed
 from gem_eval.records import EpisodeRecord, EpisodeSpec, Scorer
 
 
@@ -15,6 +16,8 @@ def score(trajectory: Trajectory, scorer: Scorer, gamma: float) -> float | None:
     env failure cut it short: such episodes are excluded, never counted as 0)."""
     if not trajectory.scored:
         return None
+    if is_zeroed(trajectory.outcome):  # the agent voided or tampered with its episode
+        return 0.0
     if scorer == "success":
         return 1.0 if trajectory.success else 0.0
     if scorer == "return":
@@ -31,7 +34,7 @@ def to_record(
         **_identity(run_id, spec),
         outcome=trajectory.outcome,
         score=score(trajectory, spec.task.scorer, spec.task.gamma),
-        success=trajectory.success,
+        success=trajectory.success and not is_zeroed(trajectory.outcome),
         turns=len(trajectory.steps),
         input_tokens=usage.input_tokens,
         output_tokens=usage.output_tokens,
