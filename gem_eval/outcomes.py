@@ -52,6 +52,8 @@ class OutcomeInfo:
         description: What it means, for the README and ``--help``.
         zero: Scored as a failure (score 0, no success) whatever the env reported: the
             agent caused it.
+        capped: ``--resume`` replays it at most ``--max-attempts`` times in all (a
+            failure that may recur every time must not be replayed forever).
     """
 
     name: Outcome
@@ -61,6 +63,7 @@ class OutcomeInfo:
     stops_run: bool
     description: str
     zero: bool = False
+    capped: bool = False
 
 
 OUTCOMES: dict[str, OutcomeInfo] = {
@@ -99,11 +102,14 @@ OUTCOMES: dict[str, OutcomeInfo] = {
         OutcomeInfo(
             "env_error", False, True, "incomplete", False,
             "the env raised (its settings or its code)",
+            capped=True,
         ),
         OutcomeInfo(
             "infra_error", False, True, "incomplete", False,
             "a transient failure outlasted the retries (rate limits, 5xx, timeouts, "
-            "dropped connections, malformed replies) or the sandbox failed",
+            "dropped connections, malformed replies) or the sandbox failed before the "
+            "agent acted (start, image, setup) or with the engine",
+            capped=True,
         ),
         OutcomeInfo(
             "harness_error", False, True, "harness", False,
@@ -126,6 +132,9 @@ SCORED_OUTCOMES: tuple[str, ...] = tuple(n for n, o in OUTCOMES.items() if o.sco
 
 REPLAYED_OUTCOMES: tuple[str, ...] = tuple(n for n, o in OUTCOMES.items() if o.replay)
 """Outcomes of episodes that are not done: ``--resume`` plays them again."""
+
+CAPPED_OUTCOMES: tuple[str, ...] = tuple(n for n, o in OUTCOMES.items() if o.capped)
+"""Replayed outcomes whose replays count against ``--max-attempts``."""
 
 ERROR_OUTCOMES: tuple[str, ...] = tuple(n for n in OUTCOMES if n not in ("completed", "truncated"))
 """Outcomes counted in their own columns of leaderboards and progress displays."""

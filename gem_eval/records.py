@@ -156,6 +156,10 @@ class EpisodeSpec(BaseModel):
     epoch: int
     seed: int | None
     sample_kwargs: dict[str, Any] = Field(default_factory=dict)
+    attempt: int = 1
+    """Which time this episode is played (earlier ones ended in a capped outcome)."""
+    last_attempt: bool = False
+    """No replay follows this one if it ends in a capped outcome (``--max-attempts``)."""
 
     @staticmethod
     def make_key(model: str, task_id: str, sample: int, epoch: int) -> str:
@@ -184,6 +188,10 @@ class EpisodeRecord(BaseModel):
     cost_usd: float | None = None
     latency_s: float = 0.0
     retries: int = 0
+    attempt: int = 1
+    """Which time the episode was played (``--resume`` replays capped outcomes)."""
+    gave_up: bool = False
+    """A capped outcome on the last attempt: ``--resume`` will not play it again."""
     started_at: float
     finished_at: float
     trajectory: Trajectory | None = None
@@ -211,6 +219,8 @@ EPISODE_COLUMNS = [
     "cost_usd",
     "latency_s",
     "retries",
+    "attempt",
+    "gave_up",
 ]
 """The per-episode columns of the index (and of leaderboard data frames), in order."""
 

@@ -175,6 +175,12 @@ def run_summary(results_dir: Any, run_id: str, summary: Any) -> None:
         print_whole(summary_table(summarize(frame, by=("model", "task_id")), title=title))
     for line in outcome_lines(summary.outcomes, summary.first_errors):
         console.print(line, markup=False)
+    if summary.gave_up:
+        console.print(
+            f"  {summary.gave_up} of them had their last attempt (--max-attempts): "
+            "--resume will not play them again",
+            markup=False,
+        )
 
 
 def outcome_lines(outcomes: dict[str, int], first_errors: dict[str, str]) -> list[str]:

@@ -37,6 +37,14 @@ def run(
     concurrency: Annotated[
         int | None, typer.Option(min=1, help="Episodes in flight.  [default: 64]")
     ] = None,
+    max_attempts: Annotated[
+        int | None,
+        typer.Option(
+            min=1,
+            help="Times an episode is played in all while it ends in infra_error or "
+            "env_error; --resume gives up on it after that.  [default: 3]",
+        ),
+    ] = None,
     max_cost: Annotated[
         float | None, typer.Option(help="Stop scheduling once the run cost this many USD.")
     ] = None,
@@ -127,7 +135,11 @@ def run(
         "sandbox": sandbox,
         "image_map": parse_image_map(image_map) if image_map else None,
     }
-    control: dict[str, Any] = {"concurrency": concurrency, "max_cost_usd": max_cost}
+    control: dict[str, Any] = {
+        "concurrency": concurrency,
+        "max_cost_usd": max_cost,
+        "max_attempts": max_attempts,
+    }
     request = None
     if resume is not None:
         request = ResumeRequest(

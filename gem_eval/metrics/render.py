@@ -23,11 +23,11 @@ if TYPE_CHECKING:
 FileFormat = Literal["md", "csv", "json", "html"]
 FILE_FORMATS: tuple[FileFormat, ...] = ("md", "csv", "json", "html")
 
-_LABELS = {"task_id": "task", "cost_usd": "cost $", "accuracy": "acc"} | {
+_LABELS = {"task_id": "task", "cost_usd": "cost $", "accuracy": "acc", "gave_up": "gave up"} | {
     name: name.removesuffix("_error") for name in ERROR_OUTCOMES
 }
 _COMPACT_HIDDEN = ("samples", "se", "pass@1", "pass^1")
-_ERRORS = ERROR_OUTCOMES
+_ERRORS = (*ERROR_OUTCOMES, "gave_up")
 _DIGITS = {"turns": 1, "cost_usd": 4}
 _KEYS = ("model", "task_id", "category", "run_id")
 

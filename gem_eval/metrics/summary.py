@@ -89,6 +89,8 @@ def summarize(
     * one column per outcome of :data:`gem_eval.outcomes.ERROR_OUTCOMES`: episode
       counts. Unscored outcomes are left out of every statistic above; scored ones
       (``model_error``) count as failures there and are counted here as well.
+    * ``gave_up``: unscored episodes that ``--resume`` no longer replays (their
+      ``--max-attempts`` ran out); also counted in their outcome's column.
 
     Rows are sorted by the ``by`` columns after the first, then by score, best first.
     """
@@ -113,6 +115,9 @@ def summarize(
     )
     errors = pd.crosstab([df[k] for k in keys], df["outcome"])
     out = out.join(errors.reindex(index=out.index, columns=list(ERROR_OUTCOMES), fill_value=0))
+    gave_up = df["gave_up"] if "gave_up" in df.columns else pd.Series(False, index=df.index)
+    out["gave_up"] = gave_up.fillna(False).astype(bool).groupby([df[k] for k in keys]).sum()
+    out["gave_up"] = out["gave_up"].fillna(0).astype("int64")
 
     scored = df[df["scored"]]
     sample_cols = list(dict.fromkeys([*keys, *SAMPLE_KEY]))

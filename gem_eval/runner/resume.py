@@ -32,7 +32,11 @@ CONNECTION_FLAGS = {
 }
 """ModelSpec fields a resume may change, and their flags."""
 
-CONTROL_FLAGS = {"concurrency": "--concurrency", "max_cost_usd": "--max-cost"}
+CONTROL_FLAGS = {
+    "concurrency": "--concurrency",
+    "max_cost_usd": "--max-cost",
+    "max_attempts": "--max-attempts",
+}
 """RunOptions fields a resume may change."""
 
 MEASURED_FLAGS = {

@@ -47,6 +47,8 @@ class RunSummary:
         first_errors: The first error message of each outcome that has one.
         stopped_by: Why the runner stopped scheduling early (an episode's configuration
             error), or ``None``.
+        gave_up: Episodes recorded on their last attempt in a capped outcome: no
+            ``--resume`` plays them again.
         cost_usd: What the run has cost, earlier sessions included.
     """
 
@@ -54,6 +56,7 @@ class RunSummary:
     outcomes: Counter[str] = field(default_factory=Counter)
     first_errors: dict[str, str] = field(default_factory=dict)
     stopped_by: str | None = None
+    gave_up: int = 0
     cost_usd: float = 0.0
     skipped: int = 0
 
@@ -196,6 +199,7 @@ class Runner:
             return
         summary = self.summary
         summary.outcomes[record.outcome] += 1
+        summary.gave_up += record.gave_up
         summary.cost_usd += record.cost_usd or 0.0
         error = record.trajectory.error if record.trajectory is not None else None
         if error and record.outcome not in summary.first_errors:

@@ -7,7 +7,7 @@ from typing import Any, Literal
 
 from gem_eval.agent.failures import formatted_traceback
 from gem_eval.agent.trajectory import Trajectory
-from gem_eval.outcomes import is_zeroed
+from gem_eval.outcomes import OUTCOMES, is_zeroed
 from gem_eval.records import EpisodeRecord, EpisodeSpec, Scorer
 
 
@@ -41,10 +41,16 @@ def to_record(
         cost_usd=usage.cost_usd,
         latency_s=trajectory.duration_s,
         retries=trajectory.retries,
+        gave_up=gave_up(spec, trajectory.outcome),
         started_at=started_at,
         finished_at=time.time(),
         trajectory=trajectory,
     )
+
+
+def gave_up(spec: EpisodeSpec, outcome: str) -> bool:
+    """Whether ``--resume`` stops replaying this episode (its last capped attempt)."""
+    return spec.last_attempt and OUTCOMES[outcome].capped
 
 
 def cancelled_record(run_id: str, spec: EpisodeSpec, started_at: float) -> EpisodeRecord:
@@ -95,6 +101,7 @@ def _unplayed(
         score=None,
         success=False,
         turns=0,
+        gave_up=gave_up(spec, outcome),
         started_at=started_at,
         finished_at=time.time(),
         trajectory=trajectory,
@@ -112,4 +119,5 @@ def _identity(run_id: str, spec: EpisodeSpec) -> dict[str, Any]:
         "sample": spec.sample,
         "epoch": spec.epoch,
         "seed": spec.seed,
+        "attempt": spec.attempt,
     }

@@ -20,6 +20,7 @@ from typing import Any
 
 from gem_eval._version import __version__
 from gem_eval.errors import StoreWriteError, UserError
+from gem_eval.outcomes import CAPPED_OUTCOMES, OUTCOMES
 from gem_eval.records import EpisodeRecord, EpisodeSpec, ModelSpec, RunManifest
 from gem_eval.runner import resume as resume_rules
 from gem_eval.runner.executor import Executor, LocalExecutor
@@ -38,6 +39,9 @@ class RunOptions:
     overrides: dict[str, Any] = field(default_factory=dict)
     concurrency: int = 64
     max_cost_usd: float | None = None
+    max_attempts: int = 3
+    """Times an episode is played in all when it keeps ending in a capped outcome
+    (``infra_error``, ``env_error``): ``--resume`` gives up on it after that."""
     sandbox: str | None = None
     image_map: dict[str, str] = field(default_factory=dict)
 
@@ -130,11 +134,29 @@ def plan_run(
         )
         run_dir = RunDir.create(results_dir, manifest)
     manifest.episodes_planned = len(specs)
-    done_keys = run_dir.done_keys()
+    todo = _still_to_play(specs, run_dir.history(CAPPED_OUTCOMES), options.max_attempts)
     totals = Counter(s.task.id for s in specs)
-    done = Counter(s.task.id for s in specs if s.key in done_keys)
-    todo = [s for s in specs if s.key not in done_keys]
+    done = totals - Counter(s.task.id for s in todo)
     return PlannedRun(run_dir, manifest, todo, done, totals)
+
+
+def _still_to_play(
+    specs: list[EpisodeSpec], history: dict[str, tuple[str, int]], max_attempts: int
+) -> list[EpisodeSpec]:
+    """The episodes to play now, each with its attempt number: those never recorded, and
+    those whose last record is replayed, unless capped ones already had ``max_attempts``."""
+    todo = []
+    for spec in specs:
+        last, attempts = history.get(spec.key, (None, 0))
+        if last is not None and not OUTCOMES[last].replay:
+            continue
+        if last is not None and OUTCOMES[last].capped and attempts >= max_attempts:
+            continue  # given up: it stays as recorded
+        attempt = attempts + 1
+        todo.append(
+            spec.model_copy(update={"attempt": attempt, "last_attempt": attempt >= max_attempts})
+        )
+    return todo
 
 
 async def execute_run(

@@ -29,7 +29,8 @@ if TYPE_CHECKING:
     import pandas as pd
 
 INDEX_FILE = "index.sqlite"
-INDEX_SCHEMA_VERSION = 1
+INDEX_SCHEMA_VERSION = 2
+"""2: episodes have ``attempt`` and ``gave_up``."""
 
 RUN_COLUMNS = [
     "run_id", "suite", "suite_path", "suite_hash", "models", "episodes_planned", "epochs",
@@ -41,6 +42,7 @@ RUN_COLUMNS = [
 _TYPES = {
     "sample": "INTEGER", "epoch": "INTEGER", "success": "INTEGER", "turns": "INTEGER",
     "input_tokens": "INTEGER", "output_tokens": "INTEGER", "retries": "INTEGER",
+    "attempt": "INTEGER", "gave_up": "INTEGER",
     "episodes_planned": "INTEGER", "epochs": "INTEGER", "seed": "INTEGER",
     "score": "REAL", "cost_usd": "REAL", "latency_s": "REAL", "started_at": "REAL",
     "finished_at": "REAL", "max_cost_usd": "REAL",
@@ -102,11 +104,17 @@ class Index:
         self._conn.execute("PRAGMA journal_mode=WAL")
         self._conn.execute("PRAGMA synchronous=NORMAL")  # a cache: durability is the JSONL's
         # Readers check the schema without a write lock; an index of another schema (or a
-        # new one) gets fresh tables: it is a cache, and `rebuild` refills it.
+        # new one) gets fresh tables: it is a cache. One written by an older gem-eval is
+        # refilled from the run directories beside it at once, so no run goes missing
+        # from leaderboards; a new one is left for its opener (`open_index` rebuilds).
+        outdated = False
         if not self._schema_is_current():
             with self._transaction():
                 if not self._schema_is_current():
+                    outdated = self._has_tables()
                     self._create_tables()
+        if outdated:
+            self.rebuild(self.path.parent)
 
     @classmethod
     def for_root(
@@ -187,6 +195,7 @@ class Index:
 
         frame: pd.DataFrame = pd.DataFrame(self._select(run_ids, suite), columns=EPISODE_COLUMNS)
         frame["success"] = frame["success"].astype(bool)
+        frame["gave_up"] = frame["gave_up"].fillna(False).astype(bool)
         for column in _REAL_EPISODE_COLUMNS:  # all-None columns would stay `object`
             frame[column] = frame[column].astype(float)
         return frame
@@ -241,6 +250,12 @@ class Index:
             sql += " WHERE " + " AND ".join(where)
         with self._lock:
             return self._conn.execute(sql + " ORDER BY run_id, key", params).fetchall()
+
+    def _has_tables(self) -> bool:
+        return (
+            self._conn.execute("SELECT 1 FROM sqlite_master WHERE type = 'table'").fetchone()
+            is not None
+        )
 
     def _schema_is_current(self) -> bool:
         has_version = self._conn.execute(

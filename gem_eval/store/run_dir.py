@@ -233,6 +233,15 @@ class RunDir:
         """The last record of each episode key."""
         return {r.key: r for r in self.records()}
 
+    def history(self, counted: Collection[str]) -> dict[str, tuple[str, int]]:
+        """Each key's last outcome and how many of its records ended in ``counted``
+        outcomes (the attempts that count against ``--max-attempts``)."""
+        out: dict[str, tuple[str, int]] = {}
+        for head in self.read_as(_Head):
+            _, attempts = out.get(head.key, ("", 0))
+            out[head.key] = (head.outcome, attempts + (head.outcome in counted))
+        return out
+
     def done_keys(self, rerun: Collection[str] = REPLAYED_OUTCOMES) -> set[str]:
         """Keys of the episodes that resume must not play again.
 

@@ -217,3 +217,38 @@ def test_an_unknown_model_stops_the_run_at_the_first_refusal(
     assert len(openai_server.requests) == 1  # one refusal, then no other episode started
     assert not any(r.scored for r in records)
     assert plan.run_dir.read_manifest().status == "failed"
+
+
+def test_resume_gives_up_on_an_episode_after_max_attempts(suite: Path, tmp_path: Path) -> None:
+    """An episode that keeps ending in infra_error is replayed at most --max-attempts times
+    in all; its last record says so, and so does the leaderboard."""
+    from gem_eval.errors import ModelCallError
+    from gem_eval.metrics import summarize
+    from gem_eval.store import Index
+
+    results = tmp_path / "r"
+    failing = ScriptedModel([ModelCallError("503 down", status=503, transient=True)])
+    plan = plan_run(str(suite), [ModelSpec(name="scripted")], RunOptions(max_attempts=2), results)
+    run_id = plan.manifest.run_id
+    seen = []
+    for _ in range(4):
+        again = plan_run(None, [], RunOptions(), results, resume=run_id) if seen else plan
+        seen.append(len(again.todo))
+        if not again.todo:
+            break
+        assert {s.attempt for s in again.todo} == {len(seen)}
+        asyncio.run(execute_run(again, model_factory=lambda spec: failing))
+    assert seen == [3, 3, 0]  # played twice, then given up
+    last = plan.run_dir.latest_by_key()
+    assert all(r.outcome == "infra_error" and r.attempt == 2 and r.gave_up for r in last.values())
+    with Index.for_root(results) as index:
+        board = summarize(index.episodes_frame(run_ids=[run_id]))
+    assert int(board.loc[0, "gave_up"]) == 3 and int(board.loc[0, "infra_error"]) == 3
+
+    # Cancelled attempts (Ctrl-C) do not count; a raised --max-attempts plays them again.
+    more = plan_run(
+        None, [], RunOptions(), results, resume=run_id,
+        request=ResumeRequest(options={"max_attempts": 3}),
+    )  # fmt: skip
+    assert len(more.todo) == 3 and {s.attempt for s in more.todo} == {3}
+    assert more.manifest.sessions[-1]["changed"] == {"--max-attempts": 3}

@@ -147,10 +147,29 @@ def test_an_index_of_another_schema_is_recreated(tmp_path: Path) -> None:
     conn.execute("UPDATE schema_version SET version = 0")
     conn.commit()
     conn.close()
+    with Index.for_root(tmp_path) as index:  # written by another gem-eval: refilled at once
+        assert len(index.runs()) == 3
+        assert int(conn_version(tmp_path)) == INDEX_SCHEMA_VERSION
+
+
+def conn_version(root: Path) -> int:
+    conn = sqlite3.connect(root / "index.sqlite")
+    try:
+        return int(conn.execute("SELECT version FROM schema_version").fetchone()[0])
+    finally:
+        conn.close()
+
+
+def test_a_new_index_is_left_empty_for_its_opener(tmp_path: Path) -> None:
+    """Only an outdated index is refilled by the constructor; a missing one is the
+    opener's to fill (the CLI's open_index rebuilds, a run indexes its own episodes)."""
+    with Index.for_root(tmp_path) as index:
+        fill(tmp_path, index)
+    (tmp_path / "index.sqlite").unlink()
+    for extra in ("-wal", "-shm"):
+        (tmp_path / f"index.sqlite{extra}").unlink(missing_ok=True)
     with Index.for_root(tmp_path) as index:
         assert index.runs() == []
-        index.rebuild(tmp_path)
-        assert len(index.runs()) == 3
 
 
 def test_many_episodes_are_one_transaction_and_readers_see_them(tmp_path: Path) -> None:
