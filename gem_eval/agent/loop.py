@@ -16,6 +16,7 @@ from gem_eval.agent.limits import Limits
 from gem_eval.agent.redact import Redactor
 from gem_eval.agent.trajectory import Step, ToolEvent, Trajectory
 from gem_eval.core import Env
+from gem_eval.errors import SandboxError
 from gem_eval.models.base import GenerateConfig, Message, Model, ModelOutput
 from gem_eval.sandbox.base import Sandbox
 from gem_eval.tools.base import Tool
@@ -69,7 +70,7 @@ async def run_episode(
     try:
         await episode.play(seed, tool_mode, system_prompt, start)
     except Exception as exc:  # not the model's, the env's or a resource's: gem-eval's bug
-        episode.fail(exc, "loop")
+        await episode.fail(exc, "loop")
     finally:
         episode.traj.duration_s = time.monotonic() - start
     return _redacted(episode.traj, redactor or Redactor())
@@ -87,6 +88,19 @@ class _Episode:
         self.traj = Trajectory(env_id=env_id, model=model.name)
         self.on_step: Callable[[Trajectory], None] | None = None
         self.sandbox: Sandbox | None = None
+        self.acted = False
+
+    async def _engine_alive(self) -> bool:
+        """Whether the sandbox's engine still answers (no sandbox: nothing to blame)."""
+        if self.sandbox is None:
+            return False
+        probe = getattr(self.sandbox, "engine_alive", None)
+        if probe is None:
+            return False
+        try:
+            return bool(await probe())
+        except Exception:  # cannot tell: not the agent's to pay for
+            return False
 
     def _notify(self) -> None:
         if self.on_step is not None:
@@ -99,7 +113,7 @@ class _Episode:
         try:
             obs, _ = await self.env.areset(seed)
         except Exception as exc:
-            self.fail(exc, "env")
+            await self.fail(exc, "env")
             return
         traj.initial_observation = obs
         system = system_prompt or ""
@@ -134,7 +148,7 @@ class _Episode:
                 try:
                     await self._run_tools(step, calls, mode)
                 except Exception as exc:  # a sandbox failure, or a bug in a tool's code
-                    self.fail(exc, "loop")
+                    await self.fail(exc, "loop")
                     return
                 self._notify()
                 continue
@@ -160,13 +174,14 @@ class _Episode:
             return None
         except Exception as exc:  # refused, retries ran out, or a bug in the client path
             traj.retries += getattr(exc, "retries", 0)
-            self.fail(exc, "model")
+            await self.fail(exc, "model")
             return None
         traj.usage = traj.usage + output.usage
         traj.retries += output.retries
         return output
 
     async def _run_tools(self, step: Step, calls: list[tool_calls.ParsedCall], mode: str) -> None:
+        self.acted = True  # from here a lost sandbox may be the agent's doing
         for call in calls:
             began = time.monotonic()
             result = await tool_calls.execute(call, self.tools, self.sandbox)
@@ -193,7 +208,7 @@ class _Episode:
         try:
             obs, reward, terminated, truncated, info = await self.env.astep(action)
         except Exception as exc:  # grading in a sandbox that failed is infra_error
-            self.fail(exc, "env")
+            await self.fail(exc, "env")
             return True
         step.action, step.observation, step.reward = action, obs, reward
         step.terminated, step.truncated, step.info = terminated, truncated, info
@@ -213,7 +228,7 @@ class _Episode:
         try:
             reward, info = await finish()
         except Exception as exc:
-            self.fail(exc, "env")
+            await self.fail(exc, "env")
             return
         traj = self.traj
         if not traj.steps:
@@ -224,9 +239,15 @@ class _Episode:
         traj.success = bool(info.get("success", reward > 0))
         self._notify()
 
-    def fail(self, exc: BaseException, stage: Stage) -> None:
-        """End the episode with the outcome ``exc`` at ``stage`` means."""
+    async def fail(self, exc: BaseException, stage: Stage) -> None:
+        """End the episode with the outcome ``exc`` at ``stage`` means. A sandbox lost
+        after the agent's first command ran is charged to the agent (``sandbox_lost``,
+        scored 0, never replayed: an agent must not erase a failure by killing its
+        sandbox), unless the engine itself is gone (``infra_error``)."""
         outcome = outcome_of(exc, stage)
+        lost = outcome == "infra_error" and self.acted and isinstance(exc, SandboxError)
+        if lost and await self._engine_alive():
+            outcome = "sandbox_lost"
         self.traj.outcome = outcome  # type: ignore[assignment]
         self.traj.error = describe(exc)
         if outcome == "harness_error":

@@ -347,3 +347,64 @@ def test_a_version_1_trajectory_still_loads() -> None:
     old["schema_version"] = 1
     again = type(traj).model_validate(old)
     assert again.steps[0].tool_events[0].output == "2" and again.messages == traj.messages
+
+
+class _Box:
+    """Stands in for a sandbox whose engine is up or down (only what the loop asks)."""
+
+    def __init__(self, engine_up: bool) -> None:
+        self.engine_up = engine_up
+
+    async def engine_alive(self) -> bool:
+        return self.engine_up
+
+
+class Killer(Tool):
+    """The agent's command kills its sandbox: the next use of it fails."""
+
+    name = "bash"
+    description = "d"
+    parameters: ClassVar[dict[str, Any]] = {"type": "object", "properties": {}}
+
+    async def call(self, args: dict[str, Any], sandbox: Sandbox | None = None) -> ToolResult:
+        from gem_eval.errors import SandboxError
+
+        raise SandboxError("the container is gone")
+
+
+@pytest.mark.parametrize(("engine_up", "outcome"), [(True, "sandbox_lost"), (False, "infra_error")])
+def test_a_sandbox_lost_after_the_agent_acted_is_charged_to_it(
+    engine_up: bool, outcome: str
+) -> None:
+    """An agent must not erase a failure by killing its sandbox; a dead engine is not the
+    agent's doing."""
+    from gem_eval.records import EpisodeSpec, ModelSpec, TaskSpec
+    from gem_eval.runner.scoring import to_record
+
+    model = ScriptedModel([output(calls=[tool_call("bash", {})]), "\\boxed{7}"])
+    traj = asyncio.run(
+        run_episode(make(EASY), model, [Killer()], seed=0, sandbox=_Box(engine_up))  # type: ignore[arg-type]
+    )
+    assert traj.outcome == outcome
+    spec = EpisodeSpec(
+        key="k", task=TaskSpec(id="t", env_id=EASY), model=ModelSpec(name="m"),
+        sample=0, epoch=0, seed=0,
+    )  # fmt: skip
+    record = to_record("r", spec, traj, 0.0)
+    if outcome == "sandbox_lost":
+        assert record.scored and record.score == 0.0 and not record.success
+    else:
+        assert not record.scored and record.score is None
+
+
+def test_a_sandbox_lost_before_the_agent_acted_is_an_infra_error() -> None:
+    class BrokenReset(FakeEnv):
+        def reset(self, seed: int | None = None) -> Any:
+            from gem_eval.errors import SandboxError
+
+            raise SandboxError("setup failed")
+
+    traj = asyncio.run(
+        run_episode(BrokenReset(), ScriptedModel(["go"]), [Killer()], sandbox=_Box(True))  # type: ignore[arg-type]
+    )
+    assert traj.outcome == "infra_error" and not traj.scored
