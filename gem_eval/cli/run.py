@@ -77,11 +77,20 @@ def run(
         ),
     ] = None,
     image_map: ImageMap = None,
+    no_network: Annotated[
+        bool,
+        typer.Option(
+            "--no-network",
+            help="No network in any sandbox, terminal and MCP tasks' own included (a task "
+            "that declares it needs the internet is refused before the run).",
+        ),
+    ] = False,
     force: Annotated[
         bool,
         typer.Option(
             help="With --resume: accept changes to what the run measures (seed, -M, "
-            "--max-turns, --limit, --epochs, --sandbox, --image-map, a changed suite file)."
+            "--max-turns, --limit, --epochs, --sandbox, --image-map, --no-network, a changed "
+            "suite file)."
         ),
     ] = False,
     results_dir: ResultsDir = DEFAULT_RESULTS_DIR,
@@ -134,6 +143,7 @@ def run(
         "overrides": overrides or None,
         "sandbox": sandbox,
         "image_map": parse_image_map(image_map) if image_map else None,
+        "no_network": True if no_network else None,
     }
     control: dict[str, Any] = {
         "concurrency": concurrency,
@@ -178,7 +188,7 @@ def run(
         task = asyncio.current_task()
         assert task is not None
         asyncio.get_running_loop().add_signal_handler(signal.SIGTERM, task.cancel)
-        return await execute_run(plan, sinks=[progress])
+        return await execute_run(plan, sinks=[progress], log=render.console.print)
 
     try:
         summary = asyncio.run(main())

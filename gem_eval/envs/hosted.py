@@ -32,20 +32,24 @@ class EpisodeResources:
     """What one episode of a hosted env runs in.
 
     Attributes:
-        sandbox: The sandbox (image or build context, limits, user, workdir). The
-            task's own ``sandbox:`` settings that the env does not set (``max_sandboxes``,
-            ``output_limit``, ``image_map``) still apply.
+        sandbox: The sandbox (image or build context, limits, user, workdir). Of the
+            suite's ``sandbox:`` settings, the run-wide ones (``max_sandboxes``,
+            ``output_limit``, ``image_map``) apply as they are, and the limits, network
+            and user may only tighten it (:mod:`gem_eval.sandbox.policy`).
         tools: Tools the episode gets besides the task's ``tools:`` (an MCP service's
             server, say).
         max_time_s: The agent's time limit, used when the task sets none.
         service: What the run manifest records about the service behind the tools
             (``{"filesystem": {"package": "...@2026.8.31"}}``).
+        needs_network: The task cannot work without the network (it says so): a run
+            that turns the network off refuses it before the first episode.
     """
 
     sandbox: SandboxSpec
     tools: list[ToolSpec] = field(default_factory=list)
     max_time_s: float | None = None
     service: dict[str, Any] = field(default_factory=dict)
+    needs_network: bool = False
 
 
 @dataclass(frozen=True)

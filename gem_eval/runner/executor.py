@@ -48,8 +48,14 @@ class Executor(ABC):
         """Raise :class:`UserError` before the run for tools or sandboxes that cannot
         work as the tasks ask."""
 
+    async def prepare(self, tasks: list[TaskSpec]) -> None:  # noqa: B027 - optional hook
+        """Before the first episode, after :meth:`check`: make what the tasks share
+        (their images, built once). Raise :class:`UserError` for a task that cannot
+        run (a broken Dockerfile, a sandbox policy it cannot work under)."""
+
     def describe(self) -> dict[str, Any]:
-        """Resources used (sandbox kinds and images, tool servers), for the manifest."""
+        """Resources used (sandbox kinds and images, tool servers, each task's sandbox
+        policy), for the manifest."""
         return {}
 
     async def aclose(self) -> None:  # noqa: B027 - optional hook
@@ -129,6 +135,9 @@ class LocalExecutor(Executor):
 
     def check(self, tasks: list[TaskSpec]) -> None:
         self.provisioner.check(tasks)
+
+    async def prepare(self, tasks: list[TaskSpec]) -> None:
+        await self.provisioner.prepare(tasks)
 
     def describe(self) -> dict[str, Any]:
         return self.provisioner.describe()

@@ -5,22 +5,34 @@ run) and, when a tool or the task needs one, a sandbox: fresh per episode from a
 :class:`~gem_eval.sandbox.pool.SandboxPool` (one pool per distinct ``sandbox:``
 setting, at most ``max_sandboxes`` alive), or one per task. ``aclose`` removes every
 sandbox and stops every shared tool server, on success, error and Ctrl-C alike.
+
+A hosted env's task (terminal, MCP) brings its own sandbox; the suite's ``sandbox:`` and
+``--no-network`` may only tighten it (:mod:`gem_eval.sandbox.policy`). Before the first
+episode, :meth:`Provisioner.prepare` checks every task against that policy and builds
+each image the tasks need, once: a conflict or a broken Dockerfile stops the run with
+one line instead of failing every episode of the task.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any
 
-from gem_eval.envs.hosted import EpisodeResources
+from gem_eval.envs.hosted import EpisodeResources, HostedEnv
+from gem_eval.errors import UserError
 from gem_eval.records import SandboxSpec, TaskSpec, ToolSpec
 from gem_eval.sandbox.base import Sandbox
 from gem_eval.sandbox.factory import check_available, make_sandbox, resolve_image
+from gem_eval.sandbox.policy import PolicyConflict, SandboxPolicy, describe_policy
 from gem_eval.sandbox.pool import SandboxPool
 from gem_eval.tools.base import Tool
 from gem_eval.tools.kit import ToolKit, build_kit
+
+RUN_WIDE_KEYS = frozenset({"max_sandboxes", "output_limit", "image_map"})
+"""``sandbox:`` keys a suite sets for a hosted env's sandbox as they are (not a policy)."""
 
 
 class Provisioner:
@@ -29,6 +41,9 @@ class Provisioner:
     Args:
         run_id: Labels the run's containers.
         sandbox_type: Overrides every task's sandbox type (``--sandbox``).
+        image_map: Base images substituted in every build (``--image-map``).
+        no_network: Turn the network off in every sandbox (``--no-network``).
+        log: Hears a line for each image built (the CLI prints it).
     """
 
     def __init__(
@@ -36,17 +51,22 @@ class Provisioner:
         run_id: str | None = None,
         sandbox_type: str | None = None,
         image_map: dict[str, str] | None = None,
+        *,
+        no_network: bool = False,
+        log: Callable[[str], None] | None = None,
     ) -> None:
         self.run_id = run_id
         self.sandbox_type = sandbox_type
         self.image_map = dict(image_map or {})
+        self.no_network = no_network
+        self.log: Callable[[str], None] = log or (lambda _: None)
         self._hosted_limit: asyncio.Semaphore | None = None
         self._pools: dict[str, tuple[SandboxPool, asyncio.Semaphore]] = {}
         self._task_sandboxes: dict[str, Sandbox] = {}
         self._task_locks: dict[str, asyncio.Lock] = {}
         self._kits: dict[str, ToolKit] = {}
-        self._built: dict[str, SandboxSpec] = {}
-        self._described: dict[str, Any] = {"sandboxes": {}, "tools": {}}
+        self._built: dict[str, SandboxSpec | UserError] = {}
+        self._described: dict[str, Any] = {"sandboxes": {}, "tools": {}, "policy": {}}
 
     def kit(self, spec: ToolSpec) -> ToolKit:
         """The run's kit for a ``tools:`` entry (built once; bad settings raise here)."""
@@ -57,7 +77,48 @@ class Provisioner:
 
     def sandbox_spec(self, task: TaskSpec) -> SandboxSpec | None:
         """The sandbox ``task`` gets: its own setting, a default Docker one when a tool
-        or the env needs a sandbox, ``None`` when nothing does."""
+        or the env needs a sandbox, ``None`` when nothing does; with the run's policy
+        (``--no-network``) applied and its image built."""
+        planned = self._planned(task, None)
+        return None if planned is None else self._resolved(planned[1])
+
+    def hosted_spec(self, task: TaskSpec, resources: EpisodeResources) -> SandboxSpec:
+        """The sandbox a hosted env asks for, with the task's run-wide settings
+        (``max_sandboxes``, ``output_limit``, ``image_map``), tightened by the suite's
+        ``sandbox:`` policy and ``--no-network`` (recorded for the manifest), its image
+        built.
+
+        Raises:
+            PolicyConflict: The task cannot work under the policy.
+        """
+        spec = self._spec(task, resources)
+        assert spec is not None  # a hosted env always asks for a sandbox
+        return self._resolved(spec)
+
+    def _planned(
+        self, task: TaskSpec, resources: EpisodeResources | None
+    ) -> tuple[SandboxSpec, SandboxSpec] | None:
+        """The sandbox ``task`` asks for and the one the run's policy gives it (its image
+        not built yet); ``None`` when it needs no sandbox."""
+        if resources is None:
+            asked = self._asked(task)
+            if asked is None:
+                return None
+            # An ordinary task's ``sandbox:`` is its sandbox: only the run adds a policy.
+            policy = SandboxPolicy.of(None, no_network=self.no_network)
+        else:
+            asked = resources.sandbox
+            if task.sandbox is not None:
+                keep = RUN_WIDE_KEYS & task.sandbox.model_fields_set
+                asked = asked.model_copy(update={k: getattr(task.sandbox, k) for k in keep})
+            policy = SandboxPolicy.of(task.sandbox, no_network=self.no_network)
+        needs_network = resources is not None and resources.needs_network
+        try:
+            return asked, policy.apply(asked, needs_network=needs_network)
+        except PolicyConflict as exc:
+            raise PolicyConflict(f"task {task.id!r} {exc}") from None
+
+    def _asked(self, task: TaskSpec) -> SandboxSpec | None:
         spec = task.sandbox
         needs = env_needs_sandbox(task.env_id) or any(self.kit(t).needs_sandbox for t in task.tools)
         if spec is None and not needs:
@@ -66,35 +127,76 @@ class Provisioner:
         if self.sandbox_type is not None:
             kind, _, flavour = self.sandbox_type.partition("-")
             spec = spec.model_copy(update={"type": kind, "unsafe": flavour == "unsafe"})
-        if spec.type == "none":
+        return None if spec.type == "none" else spec
+
+    def _spec(self, task: TaskSpec, resources: EpisodeResources | None) -> SandboxSpec | None:
+        """:meth:`_planned`'s sandbox (not built), its policy recorded for the manifest."""
+        planned = self._planned(task, resources)
+        if planned is None:
             return None
-        return self._resolved(spec)
+        self._described["policy"][task.id] = describe_policy(*planned)
+        return planned[1]
 
-    def hosted_spec(self, task: TaskSpec, resources: EpisodeResources) -> SandboxSpec:
-        """The sandbox a hosted env asks for, with the task's run-wide settings
-        (``max_sandboxes``, ``output_limit``, ``image_map``) and the run's image map."""
-        spec = resources.sandbox
-        if task.sandbox is not None:
-            keep = {"max_sandboxes", "output_limit", "image_map"} & task.sandbox.model_fields_set
-            spec = spec.model_copy(update={k: getattr(task.sandbox, k) for k in keep})
-        return self._resolved(spec)
-
-    def _resolved(self, spec: SandboxSpec) -> SandboxSpec:
-        """``spec`` with its image built (once per run, and cached by content)."""
+    def _resolved(self, spec: SandboxSpec, log: Callable[[str], None] | None = None) -> SandboxSpec:
+        """``spec`` with its image built (once per run, and cached by content). A build
+        that fails as the task's fault (a broken Dockerfile, a base image missing) is not
+        tried again in this run: every later ask gets the same error."""
         spec = spec.model_copy(update={"image_map": {**spec.image_map, **self.image_map}})
         if spec.build is None and not spec.image_map:
             return spec
         key = spec.model_dump_json()
         if key not in self._built:
-            self._built[key] = resolve_image(spec)
-        return self._built[key]
+            try:
+                self._built[key] = resolve_image(spec, log or self.log)
+            except UserError as exc:
+                self._built[key] = exc
+        built = self._built[key]
+        if isinstance(built, UserError):
+            raise built
+        return built
 
     def check(self, tasks: list[TaskSpec]) -> None:
-        """Raise ``UserError`` before the run for tools or sandboxes that cannot work."""
+        """Raise ``UserError`` before the run for tools or sandboxes that cannot work.
+        Images still to build are checked by :meth:`prepare`, which builds them."""
         for task in tasks:
-            spec = self.sandbox_spec(task)  # builds every kit of the task
-            if spec is not None:
+            planned = self._planned(task, None)  # builds every kit of the task
+            if planned is None:
+                continue
+            spec = planned[1].model_copy(
+                update={"image_map": {**planned[1].image_map, **self.image_map}}
+            )
+            if spec.type != "docker" or (spec.build is None and not spec.image_map):
                 check_available(spec)
+
+    async def prepare(self, tasks: list[TaskSpec]) -> None:
+        """Before the first episode: check every task against the run's sandbox policy,
+        then build each image the tasks need (once; a line to ``log`` per build).
+
+        A task whose env cannot be made is left to its episodes (``env_error``).
+
+        Raises:
+            UserError: One line: a task the policy refuses, or an image that does not
+                build (naming the task, the image and the build's last lines).
+        """
+        await asyncio.to_thread(self._prepare, tasks)
+
+    def _prepare(self, tasks: list[TaskSpec]) -> None:
+        planned: dict[str, tuple[TaskSpec, SandboxSpec]] = {}
+        for task in tasks:  # every policy first: a conflict is found before a long build
+            resources = None
+            if env_is_hosted(task.env_id):
+                resources = _resources(task)
+                if resources is None:
+                    continue
+            spec = self._spec(task, resources)
+            if spec is not None:
+                planned.setdefault(_key(spec), (task, spec))
+        for task, spec in planned.values():
+            log = functools.partial(_prefixed, self.log, task.id)
+            try:
+                check_available(self._resolved(spec, log))
+            except UserError as exc:
+                raise UserError(f"task {task.id!r}: {exc}") from None
 
     @contextlib.asynccontextmanager
     async def episode(
@@ -111,10 +213,7 @@ class Provisioner:
             setup: Called with the started sandbox before the tools open.
         """
         tool_specs = [*task.tools, *(resources.tools if resources else ())]
-        if resources is not None:
-            spec: SandboxSpec | None = await asyncio.to_thread(self.hosted_spec, task, resources)
-        else:
-            spec = await asyncio.to_thread(self.sandbox_spec, task)
+        spec = await asyncio.to_thread(self._episode_spec, task, resources)
         sandbox: Sandbox | None = None
         pool: tuple[SandboxPool, asyncio.Semaphore] | None = None
         opened: list[tuple[ToolKit, list[Tool]]] = []
@@ -142,6 +241,12 @@ class Provisioner:
             yield [tool for _, tools in opened for tool in tools], sandbox
         finally:
             await asyncio.shield(self._release(opened, sandbox, pool))
+
+    def _episode_spec(
+        self, task: TaskSpec, resources: EpisodeResources | None
+    ) -> SandboxSpec | None:
+        spec = self._spec(task, resources)
+        return None if spec is None else self._resolved(spec)
 
     async def _release(
         self,
@@ -212,6 +317,12 @@ class Provisioner:
         for pool, _ in self._pools.values():
             await pool.aclose()
         self._pools.clear()
+        if self.run_id is not None:
+            from gem_eval.sandbox import cleanup
+
+            # What the engine still holds of the run (removals that failed while it was
+            # away, say); waits a while for an absent engine.
+            await cleanup.remove_run(self.run_id)
 
 
 def env_needs_sandbox(env_id: str) -> bool:
@@ -224,6 +335,41 @@ def env_needs_sandbox(env_id: str) -> bool:
     except (RegistrationError, UnknownEnvError):  # reported when the env is made
         return False
     return bool(getattr(factory, "needs_sandbox", False))
+
+
+def env_is_hosted(env_id: str) -> bool:
+    """Whether the env registered as ``env_id`` brings its own sandbox (a
+    :class:`~gem_eval.envs.hosted.HostedEnv`: terminal, MCP)."""
+    from gem_eval.errors import RegistrationError, UnknownEnvError
+    from gem_eval.registration import spec
+
+    try:
+        factory = spec(env_id).load()
+    except (RegistrationError, UnknownEnvError):  # reported when the env is made
+        return False
+    return isinstance(factory, type) and issubclass(factory, HostedEnv)
+
+
+def _resources(task: TaskSpec) -> EpisodeResources | None:
+    """What a hosted task's episodes run in; ``None`` when its env cannot be made or
+    say (its episodes report that, each as it would anyway)."""
+    from gem_eval.registration import make
+
+    try:
+        env = make(task.env_id, **task.env_kwargs)
+    except Exception:
+        return None
+    try:
+        hosted = env.unwrapped
+        return hosted.resources() if isinstance(hosted, HostedEnv) else None
+    except Exception:
+        return None
+    finally:
+        env.close()
+
+
+def _prefixed(log: Callable[[str], None], task_id: str, line: str) -> None:
+    log(f"{task_id}: {line}")
 
 
 def _key(spec: SandboxSpec) -> str:

@@ -8,7 +8,8 @@ settings come with the command line:
   ``--concurrency``, ``--max-cost``): a server restarted on another port must be
   resumable. These may change; each session's changes are kept in the manifest.
 * what is measured (the suite and its file, the models, ``--seed``, ``-M`` generation
-  settings, ``--max-turns``, ``--limit``, ``--epochs``, ``--sandbox``, ``--image-map``):
+  settings, ``--max-turns``, ``--limit``, ``--epochs``, ``--sandbox``, ``--image-map``,
+  ``--no-network``):
   changing them would mix episodes played under different settings in one score, so
   they are refused with one line unless ``--force`` (then recorded as forced).
 """
@@ -46,6 +47,7 @@ MEASURED_FLAGS = {
     "overrides": "--max-turns",
     "sandbox": "--sandbox",
     "image_map": "--image-map",
+    "no_network": "--no-network",
 }
 """RunOptions fields a resume changes only with ``--force``."""
 

@@ -44,6 +44,7 @@ class RunOptions:
     (``infra_error``, ``env_error``): ``--resume`` gives up on it after that."""
     sandbox: str | None = None
     image_map: dict[str, str] = field(default_factory=dict)
+    no_network: bool = False
 
 
 @dataclass
@@ -165,15 +166,23 @@ async def execute_run(
     executor: Executor | None = None,
     model_factory: Callable[[ModelSpec], Any] | None = None,
     sinks: Sequence[Callable[[EpisodeRecord], None]] = (),
+    log: Callable[[str], None] | None = None,
 ) -> RunSummary:
-    """Play the planned episodes, writing each record as it finishes."""
+    """Play the planned episodes, writing each record as it finishes; ``log`` hears
+    what is done before the first episode (each image built)."""
     manifest = plan.manifest
     options = RunOptions(**manifest.extra["options"])
     manifest.status, manifest.finished_at, manifest.error = "running", None, None
     plan.run_dir.write_manifest(manifest)
     record = _Recorder(plan.run_dir)
     if executor is None:
-        provisioner = Provisioner(manifest.run_id, options.sandbox, options.image_map)
+        provisioner = Provisioner(
+            manifest.run_id,
+            options.sandbox,
+            options.image_map,
+            no_network=options.no_network,
+            log=log,
+        )
         factory = model_factory or functools.partial(
             default_model_factory, concurrency=options.concurrency
         )
@@ -190,8 +199,10 @@ async def execute_run(
     )
     failing = False
     try:
-        executor.check(list({spec.task.id: spec.task for spec in plan.todo}.values()))
+        tasks = list({spec.task.id: spec.task for spec in plan.todo}.values())
+        executor.check(tasks)
         await executor.start(manifest.models)
+        await executor.prepare(tasks)
         summary = await runner.run(plan.todo)
     except BaseException as exc:
         failing = True

@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 import shutil
+from collections.abc import Callable
+from pathlib import Path
 
-from gem_eval.errors import SandboxUnavailableError
+from gem_eval.errors import SandboxUnavailableError, UserError
 from gem_eval.records import SandboxSpec
 from gem_eval.sandbox.base import Sandbox
+from gem_eval.sandbox.policy import memory_bytes
 
 
 def make_sandbox(spec: SandboxSpec, run_id: str | None = None) -> Sandbox:
@@ -32,43 +35,51 @@ def make_sandbox(spec: SandboxSpec, run_id: str | None = None) -> Sandbox:
 
         return LocalSandbox(
             unsafe=spec.unsafe,
-            memory_mb=_megabytes(spec.memory),
+            memory_mb=memory_bytes(spec.memory) // 2**20,
             workdir=spec.workdir,
             output_limit=spec.output_limit,
         )
     raise ValueError(f"sandbox type {spec.type!r} makes no sandbox")
 
 
-def resolve_image(spec: SandboxSpec) -> SandboxSpec:
+def resolve_image(spec: SandboxSpec, log: Callable[[str], None] = lambda _: None) -> SandboxSpec:
     """``spec`` with ``build`` done (the image built, or found cached, and named) and
-    ``image_map`` applied to a prebuilt ``image``."""
+    ``image_map`` applied to a prebuilt ``image``.
+
+    An image-map target that is a build directory is built only when the image needs it
+    (a ``FROM`` of the Dockerfile, or the prebuilt image, maps to it); ``log`` hears of
+    each image actually built.
+    """
     if spec.type != "docker" or (spec.build is None and not spec.image_map):
         return spec
-    from pathlib import Path
-
-    from gem_eval.sandbox.image_map import map_image
+    from gem_eval.sandbox.image_map import base_images, matching_key
     from gem_eval.sandbox.images import build_image
 
     if spec.build is None:
-        if spec.image is None:
+        key = None if spec.image is None else matching_key(spec.image, spec.image_map)
+        if key is None:
             return spec
-        return spec.model_copy(
-            update={"image": _built_or_named(map_image(spec.image, spec.image_map))}
-        )
-    image_map = {key: _built_or_named(value) for key, value in spec.image_map.items()}
-    image = build_image(Path(spec.build), spec.dockerfile, image_map)
+        return spec.model_copy(update={"image": _built_or_named(spec.image_map[key], log)})
+    context = Path(spec.build)
+    dockerfile = context / spec.dockerfile
+    if not dockerfile.is_file():
+        raise UserError(f"{dockerfile}: no such Dockerfile")
+    needed = {matching_key(base, spec.image_map) for base in base_images(dockerfile.read_text())}
+    image_map = {
+        key: _built_or_named(target, log) if key in needed else target
+        for key, target in spec.image_map.items()
+    }
+    image = build_image(context, spec.dockerfile, image_map, log=log)
     return spec.model_copy(update={"image": image, "build": None})
 
 
-def _built_or_named(target: str) -> str:
+def _built_or_named(target: str, log: Callable[[str], None]) -> str:
     """An image-map target: an image name, or a directory with a Dockerfile, built
     (cached by content) and named by its tag."""
-    from pathlib import Path
-
     from gem_eval.sandbox.images import build_image
 
     if "/" in target and (Path(target) / "Dockerfile").is_file():
-        return build_image(Path(target))
+        return build_image(Path(target), log=log)
     return target
 
 
@@ -96,11 +107,3 @@ def check_available(spec: SandboxSpec) -> None:
             "bubblewrap (bwrap) is not installed: apt-get install bubblewrap, or set "
             "sandbox: {type: local, unsafe: true} (no isolation)"
         )
-
-
-def _megabytes(size: str) -> int:
-    units = {"k": 1 / 1024, "m": 1, "g": 1024}
-    text = size.strip().lower().rstrip("b")
-    if text and text[-1] in units:
-        return int(float(text[:-1]) * units[text[-1]])
-    return int(int(text) / (1024 * 1024))

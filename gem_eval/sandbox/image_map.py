@@ -46,12 +46,18 @@ def parse_image_map(items: list[str]) -> dict[str, str]:
 
 def map_image(image: str, mapping: dict[str, str]) -> str:
     """The image to use for ``image`` under ``mapping`` (``image`` itself if no key matches)."""
+    key = matching_key(image, mapping)
+    return image if key is None else mapping[key]
+
+
+def matching_key(image: str, mapping: dict[str, str]) -> str | None:
+    """The key of ``mapping`` that ``image`` maps under (exact before globs), if any."""
     if image in mapping:
-        return mapping[image]
-    for pattern, target in mapping.items():
+        return image
+    for pattern in mapping:
         if any(c in pattern for c in "*?[") and fnmatch.fnmatchcase(image, pattern):
-            return target
-    return image
+            return pattern
+    return None
 
 
 def _instruction_starts(lines: list[str]) -> list[bool]:

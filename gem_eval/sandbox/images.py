@@ -230,9 +230,10 @@ def _docker_build(context: Path, dockerfile: str, text: str, tag: str, shown: Pa
             forcerm=True,
         )
     except errors.BuildError as exc:
-        lines = [str(c.get("stream", c.get("error", ""))).strip() for c in exc.build_log]
-        tail = " / ".join(line for line in lines if line)[-400:]
-        raise SandboxUnavailableError(f"building {shown} failed: {tail}") from None
+        chunks = [str(c.get("stream", c.get("error", ""))) for c in exc.build_log]
+        lines = [line.strip() for chunk in chunks for line in chunk.splitlines() if line.strip()]
+        tail = " / ".join(lines[-5:])[-400:]  # the failing step and its last words
+        raise SandboxUnavailableError(f"building {tag} from {shown} failed: {tail}") from None
     except errors.APIError as exc:
         raise docker_client.translate(exc, f"building {shown}") from None
 

@@ -170,8 +170,10 @@ class Suite:
             task_epochs = epochs or top.get("epochs", task.epochs)
             spec = task.spec
             rest = {k: v for k, v in top.items() if k not in ("samples", "epochs")}
-            if rest:
-                spec = TaskSpec.model_validate(merge_layers([task.spec.model_dump(), rest]))
+            if rest:  # the keys set, not defaults: a hosted task's sandbox policy is those
+                spec = TaskSpec.model_validate(
+                    merge_layers([task.spec.model_dump(exclude_unset=True), rest])
+                )
             plan.append((spec, samples, task_epochs, task.rows))
         return plan
 

@@ -1,7 +1,9 @@
 """``terminal:Task-v0``: a Terminal-Bench task, played in its own container with bash.
 
 The agent gets the task's instruction and a ``bash`` tool (a persistent shell in the
-task's container, as root, in the image's ``WORKDIR``). When it replies without a tool
+task's container, in the image's ``WORKDIR``, as root by Terminal-Bench convention, or
+as the task's ``[agent] user`` or a suite's ``sandbox: {user: ...}``; the tests run as
+root). When it replies without a tool
 call, or a limit (its time: the task's agent timeout unless the suite sets one) stops
 it, the tests run as :mod:`gem_eval.envs.terminal.grader` describes and their reward is
 the episode's.
@@ -78,12 +80,17 @@ class TerminalEnv(HostedEnv):
             memory=f"{task.memory_mb}m",
             cpus=task.cpus,
             pids=self.pids,
-            user="root",
+            user=task.agent_user or "root",
             workdir=task.workdir,
             env=task.env,
         )
         bash = ToolSpec(name="bash", settings={"timeout_s": self.command_timeout_s})
-        return EpisodeResources(sandbox=sandbox, tools=[bash], max_time_s=task.agent_timeout_s)
+        return EpisodeResources(
+            sandbox=sandbox,
+            tools=[bash],
+            max_time_s=task.agent_timeout_s,
+            needs_network=task.requires_internet,
+        )
 
     async def asetup(self, sandbox: Sandbox) -> None:
         self._own_pids = await grader.running_pids(sandbox)

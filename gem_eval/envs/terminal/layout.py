@@ -12,8 +12,9 @@ Terminal-Bench 1 (``task.yaml`` marks it)::
 Terminal-Bench 2 / Harbor (``task.toml`` marks it)::
 
     instruction.md
-    task.toml          [agent] timeout_sec, [verifier] timeout_sec and env,
+    task.toml          [agent] timeout_sec and user, [verifier] timeout_sec and env,
                        [environment] cpus, memory_mb (or memory = "2G"), allow_internet
+                       (or network_mode: public, no-network; an allowlist is no network)
     environment/       Dockerfile (the build context)
     solution/solve.sh  copied to /solution for the oracle
     tests/test.sh      copied with tests/ into /tests; writes /logs/verifier/reward.txt
@@ -21,6 +22,12 @@ Terminal-Bench 2 / Harbor (``task.toml`` marks it)::
 
 gem-eval extension, TB1 only: ``test_weights: {test_name: weight}`` in ``task.yaml``
 scores the fraction of weight that passed instead of all-or-nothing.
+
+Network: ``allow_internet`` is a permission, which a run may take away (a suite's
+``sandbox: {network: false}``, ``--no-network``). A task that cannot work without the
+internet says so with the gem-eval extension ``requires_internet = true`` (TB2
+``[environment]``, where Harbor ignores it; TB1 ``task.yaml``): such a run refuses it
+before it starts instead of grading it 0.
 """
 
 from __future__ import annotations
@@ -65,6 +72,8 @@ class TerminalTask:
         agent_timeout_s: The agent's time.
         test_timeout_s: The tests' time.
         cpus, memory_mb, network: The container's resources.
+        requires_internet: The task cannot work without the network (gem-eval's key).
+        agent_user: The user the agent runs as (TB2 ``[agent] user``; ``None``: root).
         env: The container's environment (TB1 compose ``environment:``).
         tests: The tests directory; ``test_script`` the script run from ``/tests``.
         verifier_env: Environment of the test run.
@@ -86,6 +95,8 @@ class TerminalTask:
     cpus: float = 1.0
     memory_mb: int = 2048
     network: bool = True
+    requires_internet: bool = False
+    agent_user: str | None = None
     env: dict[str, str] = field(default_factory=dict)
     tests: Path | None = None
     test_script: str = "run-tests.sh"
@@ -163,6 +174,7 @@ def _load_tb1(path: Path) -> TerminalTask:
         verifier_env={"TEST_DIR": "/tests"},
         solution=path / "solution.sh" if (path / "solution.sh").is_file() else None,
         test_weights={str(k): float(v) for k, v in weights.items()},
+        requires_internet=meta.get("requires_internet") is True,
         difficulty=_text(meta.get("difficulty")),
         category=_text(meta.get("category")),
         tags=[str(t) for t in meta.get("tags") or []],
@@ -201,7 +213,9 @@ def _load_tb2(path: Path) -> TerminalTask:
         test_timeout_s=_number(verifier, "timeout_sec", 600.0, meta_path),
         cpus=_number(environment, "cpus", 1.0, meta_path),
         memory_mb=_memory_mb(environment, meta_path),
-        network=bool(environment.get("allow_internet", True)),
+        network=_network(environment, meta_path),
+        requires_internet=environment.get("requires_internet") is True,
+        agent_user=_text(agent.get("user")),
         tests=path / "tests",
         test_script="test.sh",
         verifier_env={str(k): str(v) for k, v in (verifier.get("env") or {}).items()},
@@ -309,6 +323,17 @@ def _memory_mb(environment: dict[str, Any], path: Path) -> int:
         raise TaskFormatError(
             path, f"memory {environment['memory']!r} is not a size like 4G"
         ) from None
+
+
+def _network(environment: dict[str, Any], path: Path) -> bool:
+    """Harbor's ``network_mode`` over its older ``allow_internet``. Docker cannot hold a
+    container to an allowlist of hosts, so ``allowlist`` is no network (the tighter)."""
+    mode = environment.get("network_mode")
+    if mode is None:
+        return bool(environment.get("allow_internet", True))
+    if mode not in ("public", "no-network", "allowlist"):
+        raise TaskFormatError(path, f"network_mode {mode!r} is not public, no-network or allowlist")
+    return bool(mode == "public")
 
 
 def _text(value: Any) -> str | None:
