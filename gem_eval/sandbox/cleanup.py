@@ -3,27 +3,39 @@
 Every container gem-eval starts is labelled ``gem-eval.managed=1`` with the run id, the
 host name and the PID of the process that owns it. A process removes its own
 containers when it ends normally, on an exception and on Ctrl-C/SIGTERM (the sandboxes'
-``close``), and, as a last resort, at interpreter exit (:func:`remove_tracked`). A run
-killed with SIGKILL cannot clean up: :func:`remove_leftovers` (``gem-eval sandbox
-cleanup``) removes containers whose owning process is gone.
+``close``), and, as a last resort, at interpreter exit (:func:`remove_tracked`). Before
+a run ends, :func:`remove_run` removes whatever still carries its label, found through
+the engine rather than this process's memory (containers whose removal failed while the
+engine was away, for one), waiting a while for an absent engine. A run killed with
+SIGKILL cannot clean up: :func:`remove_leftovers` (``gem-eval sandbox cleanup``)
+removes containers whose owning process is gone.
 """
 
 from __future__ import annotations
 
+import asyncio
 import atexit
 import contextlib
+import logging
 import os
 import socket
 import time
 from typing import Any
+
+from gem_eval.errors import SandboxError
 
 MANAGED = "gem-eval.managed"
 RUN = "gem-eval.run"
 HOST = "gem-eval.host"
 PID = "gem-eval.pid"
 STARTED = "gem-eval.started"
+WAIT_VAR = "GEM_EVAL_CLEANUP_WAIT_S"
+DEFAULT_WAIT_S = 60.0
+
+log = logging.getLogger("gem_eval.sandbox")
 
 _tracked: set[str] = set()
+_at_exit = False  # remove_tracked is registered to run at exit
 
 
 def labels(run_id: str | None) -> dict[str, str]:
@@ -40,10 +52,15 @@ def labels(run_id: str | None) -> dict[str, str]:
 
 
 def track(container_id: str) -> None:
-    """Remember a container this process must remove before it exits."""
-    if not _tracked:
-        atexit.register(remove_tracked)
+    """Remember a container this process must remove before it exits (and watch the
+    engine while there are such containers: see :func:`gem_eval.sandbox.engine.watch`)."""
+    from gem_eval.sandbox import engine
+
+    global _at_exit
+    if not _at_exit:
+        _at_exit = bool(atexit.register(remove_tracked))
     _tracked.add(container_id)
+    engine.watch(lambda: bool(_tracked))
 
 
 def untrack(container_id: str) -> None:
@@ -56,9 +73,13 @@ def tracked() -> set[str]:
 
 
 def remove_tracked() -> int:
-    """Remove every container this process still owns (blocking); how many went."""
-    from gem_eval.sandbox import docker_client
+    """Remove every container this process still owns (blocking); how many went.
 
+    Nothing is tried while the engine is known to be away (each call could block)."""
+    from gem_eval.sandbox import docker_client, engine
+
+    if engine.is_down():
+        return 0
     removed = 0
     for container_id in list(_tracked):
         with contextlib.suppress(Exception):
@@ -107,3 +128,76 @@ def remove_leftovers(run_id: str | None = None, include_live: bool = False) -> l
             container.remove(force=True)
             removed.append(container.short_id)
     return removed
+
+
+async def remove_run(run_id: str, wait_s: float | None = None) -> list[str]:
+    """Remove every container labelled with ``run_id`` (except those of another live
+    process resuming the same run); their short ids.
+
+    The engine is asked, not this process's memory. If it is away, this waits for it
+    up to ``wait_s`` seconds (``GEM_EVAL_CLEANUP_WAIT_S``, 60 by default); if it does
+    not return, one warning on the ``gem_eval.sandbox`` logger names the command that
+    removes the leftovers later. A process that never talked to Docker does nothing.
+    """
+    from gem_eval.sandbox import docker_client, engine
+
+    if not docker_client.in_use():
+        return []
+    if wait_s is None:
+        wait_s = engine.seconds_from_env(WAIT_VAR, DEFAULT_WAIT_S)
+    deadline = time.monotonic() + wait_s
+    while True:
+        try:
+            return await _remove_labelled(run_id)
+        except SandboxError as exc:
+            if not engine.is_down():
+                problem = str(exc)
+                break
+        if not await engine.wait_until(deadline):
+            problem = f"the Docker engine did not come back within {wait_s:g} s"
+            break
+    log.warning(
+        "%s: containers of run %s may remain; remove them with `gem-eval sandbox cleanup --run %s`",
+        problem,
+        run_id,
+        run_id,
+    )
+    return []
+
+
+async def _remove_labelled(run_id: str) -> list[str]:
+    from gem_eval.sandbox import docker_client
+
+    docker = docker_client.client()
+    wanted = [f"{MANAGED}=1", f"{RUN}={run_id}"]
+    found = await docker_client.call(
+        f"listing the containers of run {run_id}",
+        docker.api.containers,
+        all=True,
+        filters={"label": wanted},
+    )
+    # Another live process may be resuming the same run: its containers are its own.
+    mine = [c for c in found if _own(c) or not _owner_alive(c.get("Labels") or {})]
+
+    async def remove(container_id: str) -> str:
+        try:
+            await docker_client.call(
+                "removing a container", docker.api.remove_container, container_id, force=True
+            )
+        except SandboxError as exc:
+            # Removed meanwhile, or being removed: fine.
+            if "gone" not in str(exc) and "in progress" not in str(exc):
+                raise
+        untrack(container_id)
+        return container_id[:12]
+
+    results = await asyncio.gather(*(remove(c["Id"]) for c in mine), return_exceptions=True)
+    for result in results:
+        if isinstance(result, BaseException):
+            raise result
+    return [r for r in results if isinstance(r, str)]
+
+
+def _own(container: dict[str, Any]) -> bool:
+    labels = container.get("Labels") or {}
+    return labels.get(HOST) == socket.gethostname() and labels.get(PID) == str(os.getpid())

@@ -5,6 +5,11 @@ sandbox should pay neither. The pool keeps up to ``warm`` started sandboxes read
 episodes run, hands each out exactly once (:meth:`acquire`), and removes returned ones
 in the background (:meth:`release`). :meth:`aclose` stops the refills and removes
 everything the pool still holds, waiting for removals in flight, so nothing outlives it.
+
+While the Docker engine is away (a daemon restart), a Docker sandbox's start waits for
+it (bounded, see :func:`gem_eval.sandbox.engine.gate`), a start that its going away
+broke is tried again once it is back, and a ready sandbox started before it went away
+(its container died with the daemon) is dropped rather than handed out.
 """
 
 from __future__ import annotations
@@ -12,9 +17,16 @@ from __future__ import annotations
 import asyncio
 import contextlib
 from collections.abc import Callable, Coroutine
-from typing import Any
+from typing import TYPE_CHECKING, Any, TypeGuard
 
+from gem_eval.sandbox import engine
 from gem_eval.sandbox.base import Sandbox
+
+if TYPE_CHECKING:
+    from gem_eval.sandbox.docker import DockerSandbox
+
+_ENGINE_RETRIES = 3
+"""Starts retried after the engine went away during them (a flapping daemon ends it)."""
 
 
 class SandboxPool:
@@ -29,7 +41,8 @@ class SandboxPool:
     def __init__(self, factory: Callable[[], Sandbox], warm: int) -> None:
         self.factory = factory
         self.warm = max(0, warm)
-        self._ready: asyncio.Queue[Sandbox | BaseException] = asyncio.Queue()
+        # A ready sandbox with the engine's outage count when it started.
+        self._ready: asyncio.Queue[tuple[Sandbox, int] | BaseException] = asyncio.Queue()
         self._starting = 0
         self._background: set[asyncio.Task[None]] = set()
         self._closed = False
@@ -45,11 +58,9 @@ class SandboxPool:
             self._spawn(self._start_one())
 
     async def _start_one(self) -> None:
-        sandbox = self.factory()
         try:
-            await sandbox.start()
+            sandbox, outages = await _started(self.factory)
         except BaseException as exc:  # handed to the next acquire, which raises it
-            await _quiet_close(sandbox)
             self._starting -= 1
             if not isinstance(exc, asyncio.CancelledError):
                 self._ready.put_nowait(exc)
@@ -58,22 +69,25 @@ class SandboxPool:
         if self._closed:
             await _quiet_close(sandbox)
         else:
-            self._ready.put_nowait(sandbox)
+            self._ready.put_nowait((sandbox, outages))
 
     async def acquire(self) -> Sandbox:
         """A started sandbox nobody else has had; raises what starting one raised."""
         if self._closed:
             raise RuntimeError("the sandbox pool is closed")
         if self.warm == 0:
-            sandbox = self.factory()
-            await sandbox.__aenter__()
+            sandbox, _ = await _started(self.factory)
             return sandbox
-        self._refill()
-        item = await self._ready.get()
-        self._refill()
-        if isinstance(item, BaseException):
-            raise item
-        return item
+        while True:
+            self._refill()
+            item = await self._ready.get()
+            self._refill()
+            if isinstance(item, BaseException):
+                raise item
+            sandbox, outages = item
+            if not _uses_engine(sandbox) or await _still_running(sandbox, outages):
+                return sandbox
+            self._spawn(_quiet_close(sandbox))  # e.g. its container died with the engine
 
     async def release(self, sandbox: Sandbox) -> None:
         """Remove a used sandbox, in the background."""
@@ -87,8 +101,51 @@ class SandboxPool:
             await asyncio.gather(*list(self._background), return_exceptions=True)
         while not self._ready.empty():
             item = self._ready.get_nowait()
-            if isinstance(item, Sandbox):
-                await _quiet_close(item)
+            if isinstance(item, tuple):
+                await _quiet_close(item[0])
+
+
+async def _started(factory: Callable[[], Sandbox]) -> tuple[Sandbox, int]:
+    """A started sandbox from ``factory`` and the engine's outage count before it
+    started. A Docker start waits while the engine is away, and one that the engine's
+    going away broke is tried again."""
+    attempt = 0
+    while True:
+        sandbox = factory()
+        docker = _uses_engine(sandbox)
+        if docker:
+            await engine.gate()
+        outages = engine.outages()
+        try:
+            await sandbox.start()
+        except Exception:
+            await _quiet_close(sandbox)
+            lost = docker and (engine.is_down() or engine.outages() != outages)
+            attempt += 1
+            if lost and attempt <= _ENGINE_RETRIES:
+                continue
+            raise
+        except BaseException:
+            await _quiet_close(sandbox)
+            raise
+        return sandbox, outages
+
+
+async def _still_running(sandbox: DockerSandbox, outages: int) -> bool:
+    """Whether a ready Docker sandbox's container outlived the time it sat ready (a
+    daemon that stops kills it, and may answer for a while as it does)."""
+    from gem_eval.sandbox import docker_client
+
+    if engine.outages() != outages or sandbox.id is None:
+        return False
+    return await docker_client.container_running(sandbox.id)
+
+
+def _uses_engine(sandbox: Sandbox) -> TypeGuard[DockerSandbox]:
+    """Whether ``sandbox`` lives in the Docker engine (others do not wait for it)."""
+    from gem_eval.sandbox.docker import DockerSandbox
+
+    return isinstance(sandbox, DockerSandbox)
 
 
 async def _quiet_close(sandbox: Sandbox) -> None:
