@@ -141,6 +141,21 @@ def trajectory_summary(traj: Trajectory, gamma: float) -> None:
         console.print(f"[red]{escape(traj.error)}[/]")
 
 
+def route_library_log() -> None:
+    """Show the library's notices (an engine that went away, a cleanup that could not
+    finish) as progress lines on stderr, like the run's own."""
+    import logging
+
+    logger = logging.getLogger("gem_eval")
+    if not any(getattr(h, "_gem_eval", False) for h in logger.handlers):
+        handler = logging.StreamHandler()
+        handler.setFormatter(logging.Formatter("[gem-eval] %(message)s"))
+        handler._gem_eval = True  # type: ignore[attr-defined]
+        logger.addHandler(handler)
+    logger.setLevel(logging.INFO)
+    logger.propagate = False
+
+
 def prepare_run_summary() -> None:
     """Import what :func:`run_summary` needs (pandas: ~0.7 s) in a worker thread while the
     run plays, so the scores show as soon as the last episode ends."""

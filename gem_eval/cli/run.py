@@ -188,8 +188,13 @@ def run(
         task = asyncio.current_task()
         assert task is not None
         asyncio.get_running_loop().add_signal_handler(signal.SIGTERM, task.cancel)
-        return await execute_run(plan, sinks=[progress], log=render.console.print)
 
+        def log(line: str) -> None:  # a path may hold [brackets]; a long one stays one line
+            render.console.print(line, markup=False, soft_wrap=True)
+
+        return await execute_run(plan, sinks=[progress], log=log)
+
+    render.route_library_log()
     try:
         summary = asyncio.run(main())
     except (KeyboardInterrupt, asyncio.CancelledError):  # Ctrl-C, or SIGTERM before the runner
