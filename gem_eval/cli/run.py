@@ -189,8 +189,8 @@ def run(
         assert task is not None
         asyncio.get_running_loop().add_signal_handler(signal.SIGTERM, task.cancel)
 
-        def log(line: str) -> None:  # a path may hold [brackets]; a long one stays one line
-            render.console.print(line, markup=False, soft_wrap=True)
+        def log(line: str) -> None:  # as the progress lines and the library's notices
+            print(f"[gem-eval] {line}", file=sys.stderr, flush=True)
 
         return await execute_run(plan, sinks=[progress], log=log)
 

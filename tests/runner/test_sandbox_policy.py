@@ -158,3 +158,18 @@ def test_harbor_agent_user_and_requires_internet(tmp_path: Path) -> None:
 def test_an_unknown_network_mode_names_the_file(tmp_path: Path) -> None:
     with pytest.raises(TaskFormatError, match=r"task.toml: network_mode 'vpn'"):
         load_task(write_task(tmp_path, environment='network_mode = "vpn"'))
+
+
+def test_no_network_is_measured_resume_refuses_to_change_it_without_force() -> None:
+    from gem_eval.records import ModelSpec
+    from gem_eval.runner import resume
+
+    models, stored = [ModelSpec(name="m")], {"no_network": False}
+    request = resume.ResumeRequest(options={"no_network": True})
+    with pytest.raises(UserError, match="--no-network would change it"):
+        resume.apply(request, models, stored, suite_changed=False)
+    forced = resume.ResumeRequest(options={"no_network": True}, force=True)
+    _, options, session = resume.apply(forced, models, stored, suite_changed=False)
+    assert options["no_network"] is True and "--no-network" in session["forced"]
+    kept = resume.apply(resume.ResumeRequest(options={"no_network": None}), models, stored, False)
+    assert kept[1]["no_network"] is False
