@@ -112,6 +112,26 @@ class SandboxError(GemEvalError):
     failure, reported as ``infra_error`` and never scored as the model's."""
 
 
+class SandboxLostError(SandboxError):
+    """The episode's sandbox cannot serve it any more while the engine still answers:
+    its container stopped or is gone, or its disk quota is full. (A plain
+    :class:`SandboxError` means the engine itself failed or could not be reached.)
+
+    Once the agent has run a command, the loss is most likely the agent's doing (the
+    container's PID 1 cannot be killed from inside; see
+    :mod:`gem_eval.sandbox.container_init`). Caveat: a daemon restart also stops
+    containers; the engine then answers again, so callers should check whether the
+    engine went away during the episode before charging the agent.
+
+    Attributes:
+        reason: ``"gone"``, ``"stopped"`` or ``"disk_full"``.
+    """
+
+    def __init__(self, message: str, reason: str) -> None:
+        super().__init__(message)
+        self.reason = reason
+
+
 class TamperError(GemEvalError):
     """The verifier's toolchain changed during the episode (found by the integrity audit
     before grading): the episode is scored 0 as ``tampered``.

@@ -203,6 +203,17 @@ class Sandbox(ABC):
     ) -> SandboxProcess:
         """Start a long-lived process (stdin/stdout pipes, stderr merged into stdout)."""
 
+    async def engine_alive(self) -> bool:
+        """Whether what runs this sandbox (the Docker daemon) answers now; never raises.
+
+        After a failure, this tells a lost sandbox from a lost engine: a
+        :class:`~gem_eval.errors.SandboxLostError` (the container stopped or is gone)
+        while the engine answers is the sandbox's own loss; any failure while the engine
+        does not answer is the engine's. Sandboxes without an engine (bubblewrap) answer
+        ``True``.
+        """
+        return True
+
     def describe(self) -> dict[str, str]:
         """What the run manifest records about this sandbox (kind, image, ...)."""
         return {"kind": type(self).__name__}

@@ -1,12 +1,20 @@
 """``DockerSandbox``: one container per episode, locked down, always removed.
 
-The container runs ``sleep infinity`` under Docker's init (``init=True``, so orphaned
-processes are reaped and do not count against the pids limit), with no network unless
-the task allows it, memory/CPU/pids limits, ``no-new-privileges``, no host mounts, and
-commands run as a non-root user (``agent``). Files written as ``owner="root"`` cannot be
-changed by that user. Every container carries labels naming the run and the process
-that owns it (see :mod:`gem_eval.sandbox.cleanup`), so leftovers of a killed run can be
-found and removed.
+The container's PID 1 is a keep-alive that nothing inside can kill and that reaps every
+orphan (see :mod:`gem_eval.sandbox.container_init`; how the container is made:
+:mod:`gem_eval.sandbox.docker_launch`). It has no network unless the task allows it,
+memory/CPU/pids limits, a disk quota where the engine supports one,
+``no-new-privileges``, no host mounts, and commands run as a non-root user (``agent``).
+Files written as ``owner="root"`` cannot be changed by that user. Every container
+carries labels naming the run and the process that owns it (see
+:mod:`gem_eval.sandbox.cleanup`), so leftovers of a killed run can be found and removed.
+
+What an agent does inside cannot make the sandbox fail as if the infrastructure had
+(which would leave the episode unscored and replayed): a fork bomb is ended by the next
+exec (see :mod:`gem_eval.sandbox.docker_rescue`); a container that stopped or vanished
+anyway raises :class:`~gem_eval.errors.SandboxLostError`, and a failure while the
+engine does not answer stays a plain :class:`~gem_eval.errors.SandboxError` (tell them
+apart with :meth:`DockerSandbox.engine_alive`).
 """
 
 from __future__ import annotations
@@ -22,8 +30,8 @@ from pathlib import Path, PurePosixPath
 from typing import Any, ClassVar
 
 from gem_eval.bundled import in_bytecode_cache
-from gem_eval.errors import SandboxError
-from gem_eval.sandbox import cleanup, docker_client
+from gem_eval.errors import SandboxError, SandboxLostError
+from gem_eval.sandbox import cleanup, docker_client, docker_launch, docker_rescue, engine
 from gem_eval.sandbox.base import DEFAULT_OUTPUT_LIMIT, ExecResult, OutputCap, Sandbox
 from gem_eval.sandbox.docker_process import DockerProcess
 from gem_eval.sandbox.images import BASE_IMAGE
@@ -33,6 +41,7 @@ PREPARED_LABEL = "gem-eval.prepared"
 _IMAGE_LABELS: dict[str, dict[str, str]] = {}
 _KILL_GRACE_S = 2
 _SAFETY_MARGIN_S = 10
+_RESCUE_DEADLINE_S = 30.0
 
 
 class DockerSandbox(Sandbox):
@@ -46,6 +55,9 @@ class DockerSandbox(Sandbox):
         memory: Memory limit (``"1g"``, ``"512m"``); swap is not added on top.
         cpus: CPU limit (fractions allowed).
         pids: Process limit (a fork bomb stops here).
+        disk: The most the agent may write (a quota on the container's writable layer
+            where the engine supports one, else a cap on each file's size; ``None``: no
+            limit). See :mod:`gem_eval.sandbox.docker_launch`.
         env: Environment variables of the container.
         run_id: The run this container belongs to (a label; ``cleanup`` uses it).
         output_limit: Bytes of each output stream kept per ``exec``.
@@ -63,63 +75,70 @@ class DockerSandbox(Sandbox):
         memory: str = "1g",
         cpus: float = 1.0,
         pids: int = 256,
+        disk: str | None = "10g",
         env: dict[str, str] | None = None,
         run_id: str | None = None,
         output_limit: int = DEFAULT_OUTPUT_LIMIT,
     ) -> None:
         self.image, self.user, self.workdir = image, user, workdir
         self.network, self.memory, self.cpus, self.pids = network, memory, cpus, pids
+        self.disk = disk
         self.env = dict(env or {})
         self.run_id = run_id
         self.output_limit = output_limit
         self.container: Any = None
+        self.launched: docker_launch.Launched | None = None
         self._closed = False
+        self._outages = 0  # the engine's outage count when the sandbox started
 
     @property
     def id(self) -> str | None:
         return None if self.container is None else str(self.container.id)
 
     def describe(self) -> dict[str, str]:
-        return {"kind": "docker", "image": self.image}
+        described = {"kind": "docker", "image": self.image}
+        if self.launched is not None:  # known once started
+            described |= {"init": self.launched.init, "disk": self.launched.disk}
+        return described
 
     async def start(self) -> None:
         self._closed = False
+        self._outages = engine.outages()
         docker = docker_client.client()
-        labels = cleanup.labels(self.run_id)
-        made = asyncio.ensure_future(
-            docker_client.call(
-                f"starting a container from {self.image}",
-                docker.containers.run,
-                self.image,
-                entrypoint=["sleep", "infinity"],
-                command=[],
-                detach=True,
-                init=True,
-                user="root",
-                working_dir="/",
-                network_mode="bridge" if self.network else "none",
-                mem_limit=self.memory,
-                memswap_limit=self.memory,
-                nano_cpus=int(self.cpus * 1e9),
-                pids_limit=self.pids,
-                security_opt=["no-new-privileges"],
-                environment=self.env,
-                labels=labels,
-            )
-        )
+        made = asyncio.ensure_future(docker_launch.create(self, cleanup.labels(self.run_id)))
         try:
-            self.container = await asyncio.shield(made)
+            self.launched = await asyncio.shield(made)
         except asyncio.CancelledError:  # Ctrl-C while Docker makes it: remove it once made
             with contextlib.suppress(Exception):
-                self.container = await made
+                self.launched = await made
+                self.container = docker.containers.prepare_model({"Id": self.launched.id})
             await self.close()
             raise
+        self.container = docker.containers.prepare_model({"Id": self.launched.id})
         cleanup.track(self.container.id)
         if self._closed:  # closed while starting (Ctrl-C): do not leave it behind
             await self.close()
             return
+        await docker_launch.boot(self, self.container.id)
         if not await self._image_is_prepared():
             await self._prepare()
+
+    async def engine_alive(self) -> bool:
+        """Whether the Docker engine answers a ping now (two seconds at most) and has not
+        gone away since this sandbox started (a daemon restart stops its containers, then
+        answers again); see :meth:`Sandbox.engine_alive`."""
+        alive = await docker_client.engine_alive()
+        return alive and engine.outages() == self._outages
+
+    async def check_running(self) -> None:
+        """Return when the container runs; else raise :class:`SandboxLostError` (it
+        stopped or is gone) or :class:`SandboxError` (the engine does not answer)."""
+        container = self._require()
+        info = await docker_rescue.inspect(container.id)
+        state = (info or {}).get("State") or {}
+        if not state.get("Running"):
+            error = SandboxError("the sandbox's container is not running")
+            raise await docker_rescue.lost_or(error, container.id)
 
     async def _image_is_prepared(self) -> bool:
         """True when the image already has the user and work directory (the base image
@@ -173,10 +192,40 @@ class DockerSandbox(Sandbox):
         cwd: str | None = None,
         env: dict[str, str] | None = None,
     ) -> ExecResult:
+        """See :meth:`Sandbox.exec`. A command that could not start because the
+        container's processes hold every PID ends them all (or restarts the container)
+        and runs again; its ``stderr`` then starts with a line saying so.
+
+        Raises:
+            SandboxLostError: The container stopped or is gone.
+            SandboxError: The engine failed or does not answer.
+        """
         container = self._require()
         argv = ["sh", "-c", cmd] if isinstance(cmd, str) else list(cmd)
         if timeout is not None:  # coreutils timeout kills the command's whole group
             argv = ["timeout", "-k", str(_KILL_GRACE_S), str(timeout), *argv]
+        deadline = None if timeout is None else timeout + _KILL_GRACE_S + _SAFETY_MARGIN_S
+        run = (argv, timeout, user or self.user, cwd or self.workdir, env, deadline)
+        try:
+            result = await self._exec_once(*run)
+            if docker_rescue.could_not_start(result) and await self._pids_exhausted():
+                note = await self._end_fork_bomb()
+                result = await self._exec_once(*run)
+                result.stderr = note + result.stderr
+        except SandboxError as exc:
+            raise await docker_rescue.lost_or(exc, container.id) from exc
+        return result
+
+    async def _exec_once(
+        self,
+        argv: list[str],
+        timeout: float | None,
+        user: str,
+        cwd: str,
+        env: dict[str, str] | None,
+        deadline: float | None,
+    ) -> ExecResult:
+        container = self._require()
         api = docker_client.client().api
         began = time.monotonic()
         exec_id = (
@@ -185,13 +234,12 @@ class DockerSandbox(Sandbox):
                 api.exec_create,
                 container.id,
                 argv,
-                user=user or self.user,
-                workdir=cwd or self.workdir,
+                user=user,
+                workdir=cwd,
                 environment=env,
             )
         )["Id"]
         out, err = OutputCap(self.output_limit), OutputCap(self.output_limit)
-        deadline = None if timeout is None else timeout + _KILL_GRACE_S + _SAFETY_MARGIN_S
         stuck = await docker_client.call(
             "exec in a container", _pump, api, exec_id, out, err, deadline
         )
@@ -204,6 +252,24 @@ class DockerSandbox(Sandbox):
         if not timed_out and code is None:
             raise SandboxError("exec in a container: the command's exit status is unknown")
         return ExecResult(out.text(), err.text(), None if timed_out else code, timed_out)
+
+    async def _pids_exhausted(self) -> bool:
+        return await docker_rescue.pids_exhausted(self._require().id, self.pids)
+
+    async def _end_fork_bomb(self) -> str:
+        """Kill every process but PID 1 (up to three tries), or restart the container
+        when that cannot start (see :mod:`gem_eval.sandbox.docker_rescue`); the line
+        that tells the agent."""
+        said = f"[gem-eval: the sandbox's processes held all {self.pids} PIDs it may use: "
+        for _ in range(3):
+            killed = await self._exec_once(
+                docker_rescue.KILL_ALL, None, "root", "/", None, _RESCUE_DEADLINE_S
+            )
+            if killed.exit_code == 0 and not await self._pids_exhausted():
+                return said + "every process in it was killed]\n"
+            await asyncio.sleep(0.2)
+        await docker_launch.restart(self, self._require().id)
+        return said + "it was restarted: every process in it ended, its files stay]\n"
 
     async def write_file(
         self, path: str, data: bytes | str, *, mode: int = 0o644, owner: str | None = None
@@ -224,12 +290,15 @@ class DockerSandbox(Sandbox):
         archive = _tar_one(name, payload, mode)
         put = container.put_archive
         try:
-            ok = await docker_client.call(f"writing {path}", put, parent, archive)
+            try:
+                ok = await docker_client.call(f"writing {path}", put, parent, archive)
+            except SandboxError as exc:
+                if "gone" not in str(exc):  # NotFound: the parent directory is missing
+                    raise
+                await self._mkdir(parent, owner)
+                ok = await docker_client.call(f"writing {path}", put, parent, archive)
         except SandboxError as exc:
-            if "gone" not in str(exc):  # NotFound: the parent directory is missing
-                raise
-            await self._mkdir(parent, owner)
-            ok = await docker_client.call(f"writing {path}", put, parent, archive)
+            raise await self._failed(exc) from exc
         if not ok:
             raise SandboxError(f"writing {path}: Docker refused the archive")
         if owner != "root":
@@ -245,9 +314,10 @@ class DockerSandbox(Sandbox):
         try:
             chunks, _ = await docker_client.call(f"reading {path}", container.get_archive, path)
         except SandboxError as exc:
-            if "gone" in str(exc):  # NotFound: the file, not the container
+            failed = await self._failed(exc)
+            if failed is exc and "gone" in str(exc):  # NotFound: the file, not the container
                 raise FileNotFoundError(path) from None
-            raise
+            raise failed from exc
         data = await docker_client.call(f"reading {path}", lambda: b"".join(chunks))
         with tarfile.open(fileobj=io.BytesIO(data)) as tar:
             member = tar.next()
@@ -262,7 +332,11 @@ class DockerSandbox(Sandbox):
         await self._mkdir(dest, "root")
         archive = await asyncio.to_thread(_tar_dir, source)
         put = container.put_archive
-        if not await docker_client.call(f"copying {source} to {dest}", put, dest, archive):
+        try:
+            ok = await docker_client.call(f"copying {source} to {dest}", put, dest, archive)
+        except SandboxError as exc:
+            raise await self._failed(exc) from exc
+        if not ok:
             raise SandboxError(f"copying {source} to {dest}: Docker refused the archive")
 
     async def spawn(
@@ -273,10 +347,31 @@ class DockerSandbox(Sandbox):
         cwd: str | None = None,
         env: dict[str, str] | None = None,
     ) -> DockerProcess:
+        """See :meth:`Sandbox.spawn`; a start that fails because the container's processes
+        hold every PID ends them (as :meth:`exec` does) and tries once more."""
         container = self._require()
-        return await DockerProcess.start(
-            self, container.id, cmd, user=user or self.user, cwd=cwd or self.workdir, env=env
-        )
+        user, cwd = user or self.user, cwd or self.workdir
+        try:
+            try:
+                return await DockerProcess.start(
+                    self, container.id, cmd, user=user, cwd=cwd, env=env
+                )
+            except SandboxError as exc:
+                if "OCI runtime exec failed" not in str(exc) or not await self._pids_exhausted():
+                    raise
+            await self._end_fork_bomb()
+            return await DockerProcess.start(self, container.id, cmd, user=user, cwd=cwd, env=env)
+        except SandboxError as exc:
+            raise await docker_rescue.lost_or(exc, container.id) from exc
+
+    async def _failed(self, exc: SandboxError) -> SandboxError:
+        """``exc`` classified: the disk quota full or the container lost (both
+        :class:`SandboxLostError`), else ``exc`` itself."""
+        quota = self.disk if self.launched and self.launched.disk == "quota" else None
+        full = docker_rescue.disk_full(exc, quota)
+        if isinstance(full, SandboxLostError):
+            return full
+        return await docker_rescue.lost_or(exc, self._require().id)
 
     async def _mkdir(self, path: str, owner: str) -> None:
         script = f"mkdir -p {shlex.quote(path)}"

@@ -116,16 +116,12 @@ class DockerProcess(SandboxProcess):
             del self._frames[: _HEADER.size + size]
 
     async def _check_container(self) -> None:
-        """At the end of the output: a container that died is an infrastructure failure
+        """At the end of the output: a container that died is the sandbox's loss
+        (:class:`~gem_eval.errors.SandboxLostError`) or the engine's failure
         (:class:`SandboxError`), not a process that ended (a session would restart it)."""
-        container = self.sandbox.container
-        if container is None:
+        if self.sandbox.container is None:
             raise SandboxError("a process in a container: the sandbox was closed")
-        await docker_client.call("checking a container", container.reload)
-        if container.status != "running":
-            raise SandboxError(
-                f"a process in a container: the container stopped ({container.status})"
-            )
+        await self.sandbox.check_running()
 
     async def _read_line(self) -> bytes:
         while b"\n" not in self._ready and not self._eof:

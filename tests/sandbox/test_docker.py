@@ -281,10 +281,15 @@ def test_container_is_locked_down(docker_box: DockerSandbox) -> None:
         assert (await docker_box.exec("echo $GEM_EVAL_BOX")).stdout == "docker\n"
 
     asyncio.run(scenario())
+    docker_box.container.reload()
     host = docker_box.container.attrs["HostConfig"]
-    assert host["NetworkMode"] == "none" and host["Init"] is True
+    assert host["NetworkMode"] == "none" and not host.get("Init")  # PID 1: gem-eval's
+    assert "/proc/1" in host["ReadonlyPaths"]
     assert host["Memory"] == host["MemorySwap"] == 1024**3
     assert host["PidsLimit"] == 256 and host["NanoCpus"] == 10**9
     assert host["SecurityOpt"] == ["no-new-privileges"]
     assert not host.get("Binds") and not host.get("Privileged")
-    assert docker_box.describe() == {"kind": "docker", "image": docker_box.image}
+    described = docker_box.describe()
+    assert described["kind"] == "docker" and described["image"] == docker_box.image
+    assert described["init"] in ("gem-eval-init", "sh")
+    assert described["disk"] in ("quota", "per-file")

@@ -207,9 +207,10 @@ def test_output_floods_are_capped(bystander: DockerSandbox) -> None:
 
 
 @pytest.mark.parametrize("crash", ["kill", "remove"])
-def test_a_crashed_container_is_an_infra_error_not_a_zero(crash: str) -> None:
-    """The container dies between two bash calls: the episode ends as ``infra_error``
-    and is not scored (the model gave no wrong answer)."""
+def test_a_container_lost_after_the_agent_acted_is_sandbox_lost(crash: str) -> None:
+    """The container dies between two bash calls while the engine answers: the episode
+    ends as ``sandbox_lost``, scored 0 and never replayed (an agent must not erase a
+    failure by losing its sandbox; the engine's own failures stay ``infra_error``)."""
 
     async def scenario() -> None:
         box = DockerSandbox()
@@ -235,10 +236,10 @@ def test_a_crashed_container_is_an_infra_error_not_a_zero(crash: str) -> None:
             traj = await run_episode(
                 FakeEnv(length=1), ScriptedModel(reply), [tool], sandbox=box, seed=0
             )
-            assert traj.outcome == "infra_error", traj.steps[-1].tool_events
-            assert traj.error is not None and "SandboxError" in traj.error
+            assert traj.outcome == "sandbox_lost", traj.steps[-1].tool_events
+            assert traj.error is not None and "SandboxLostError" in traj.error
             assert traj.steps[0].tool_events[0].output == "one\n[exit code 0]"
-            assert not traj.scored and score(traj, "success", 1.0) is None
+            assert traj.scored and score(traj, "success", 1.0) == 0
             with pytest.raises(SandboxError):
                 await box.exec("true")
         finally:
