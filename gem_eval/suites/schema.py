@@ -88,7 +88,14 @@ class Generation(_Strict):
 
 
 class Sandbox(SandboxSpec):
-    """``sandbox:`` (see :class:`gem_eval.records.SandboxSpec`)."""
+    """``sandbox:`` (see :class:`gem_eval.records.SandboxSpec`).
+
+    For an ordinary task this is its sandbox. A terminal or MCP task brings its own:
+    there ``network``, ``memory``, ``cpus``, ``pids`` and ``user`` are a policy that may
+    only tighten it (:mod:`gem_eval.sandbox.policy`), and ``max_sandboxes``,
+    ``output_limit`` and ``image_map`` apply as they are. Only the keys written count
+    (the loader keeps them: ``model_fields_set``), never the defaults.
+    """
 
     model_config = ConfigDict(extra="forbid", strict=True)
 
