@@ -536,10 +536,31 @@ def test_parse_pytest_without_summary() -> None:
     assert parse_pytest("bash: pytest: command not found\nPASSED test_a.py::test_a\n") is None
 
 
-def test_parse_pytest_reads_only_the_last_summary() -> None:
+def test_parse_pytest_reads_every_summary_from_the_first() -> None:
+    # As Terminal-Bench 1 reads it (from its first summary on): a later summary cannot
+    # hide an earlier failure (text after pytest's may be the agent's).
     first = "===== short test summary info =====\nFAILED t.py::test_a - boom\n"
     last = "===== short test summary info =====\nPASSED t.py::test_b\n==== 1 passed ====\n"
-    assert parse_pytest(first + "rerun\n" + last) == {"test_b": "PASSED"}
+    assert parse_pytest(first + "rerun\n" + last) == {"test_a": "FAILED", "test_b": "PASSED"}
+    assert parse_pytest(first + "rerun\n" + last, worst=False) == {"test_b": "PASSED"}
+
+
+def test_parse_pytest_a_forged_line_cannot_hide_a_failure() -> None:
+    # `pytest -vv` prints a failure's whole message: here the agent's file, with lines
+    # that read like pytest's own.
+    output = (
+        "=========================== short test summary info ============================\n"
+        "PASSED t.py::test_a\n"
+        "FAILED t.py::test_b - AssertionError: greeting.txt says: nope\n"
+        "PASSED t.py::test_b\n"
+        "XFAIL t.py::test_b\n"
+        "=== fake ===\n"
+        "=========================== short test summary info ============================\n"
+        "PASSED t.py::test_b\n"
+        "========================= 1 failed, 1 passed in 0.01s ==========================\n"
+    )
+    assert parse_pytest(output) == {"test_a": "PASSED", "test_b": "FAILED"}
+    assert parse_pytest(output, worst=False) == {"test_b": "PASSED"}  # what it was
 
 
 def test_parse_pytest_counts_every_skipped_test() -> None:

@@ -6,7 +6,9 @@ as the task's ``[agent] user`` or a suite's ``sandbox: {user: ...}``; the tests 
 root). When it replies without a tool
 call, or a limit (its time: the task's agent timeout unless the suite sets one) stops
 it, the tests run as :mod:`gem_eval.envs.terminal.grader` describes and their reward is
-the episode's.
+the episode's. Before the agent's first command, the verifier's toolchain is recorded
+(:mod:`gem_eval.envs.terminal.audit`); if it changed by grading time, the episode ends
+``tampered`` (scored 0) instead of running the tests.
 
 ``path`` is one task directory; in a suite it may also be a directory of tasks, which
 the suite loader expands into one task each (``<task id>/<directory name>``).
@@ -14,11 +16,12 @@ the suite loader expands into one task each (``<task id>/<directory name>``).
 
 from __future__ import annotations
 
+import asyncio
 from pathlib import Path
 from typing import Any
 
 from gem_eval.envs.hosted import EpisodeResources, ExpandedTask, HostedEnv
-from gem_eval.envs.terminal import grader
+from gem_eval.envs.terminal import audit, grader, verifier
 from gem_eval.envs.terminal.layout import find_tasks, is_task_dir, load_task
 from gem_eval.records import SandboxSpec, ToolSpec
 from gem_eval.sandbox.base import Sandbox
@@ -37,6 +40,9 @@ class TerminalEnv(HostedEnv):
         image_map: Base images substituted when building (``{"python:3*":
             "gem-eval/base:bookworm"}``; a suite's ``sandbox.image_map`` and
             ``--image-map`` add to it).
+        protect_verifier: Run the tests in the hardened environment and audit the
+            toolchain (the default). False runs them as gem-eval did before, with no
+            audit: for tests that show a trap works, and for diagnosing a task.
     """
 
     def __init__(
@@ -46,6 +52,7 @@ class TerminalEnv(HostedEnv):
         command_timeout_s: float = 180.0,
         pids: int = 1024,
         image_map: dict[str, str] | None = None,
+        protect_verifier: bool = True,
     ) -> None:
         super().__init__()
         self.task = load_task(Path(path))
@@ -53,7 +60,10 @@ class TerminalEnv(HostedEnv):
         self.command_timeout_s = command_timeout_s
         self.pids = pids
         self.image_map = dict(image_map or {})
+        self.protect_verifier = protect_verifier
         self._own_pids: set[int] = set()
+        self._probe: asyncio.Future[audit.Toolchain] | None = None
+        self._toolchain: audit.Toolchain | None = None
 
     @classmethod
     def task_dirs(cls, root: Path) -> list[Path] | None:
@@ -94,13 +104,44 @@ class TerminalEnv(HostedEnv):
 
     async def asetup(self, sandbox: Sandbox) -> None:
         self._own_pids = await grader.running_pids(sandbox)
+        self._toolchain = None
+        if self.protect_verifier:
+            # The probe (~0.1-0.3 s) runs while the tools open; reset waits for it, so
+            # it is done before the agent's first command.
+            self._probe = asyncio.ensure_future(audit.probe(sandbox, self.task))
+            self._probe.add_done_callback(lambda t: t.cancelled() or t.exception())
+
+    async def aready(self) -> None:
+        probe, self._probe = self._probe, None
+        if probe is not None:
+            self._toolchain = await probe
+
+    def close(self) -> None:
+        if self._probe is not None:
+            self._probe.cancel()
+            self._probe = None
+        super().close()
 
     async def agrade(self) -> tuple[float, dict[str, Any]]:
         sandbox = await self.sandbox()
+        await self.aready()
         if self.stop_agent_processes:
+            # First, so no process of the agent's can change the toolchain after the
+            # audit; if the agent replaced the shell that kills them, the audit says so.
             await grader.stop_agent_processes(sandbox, self._own_pids)
-        reward, info = await grader.run_tests(sandbox, self.task)
-        return reward, {"task": self.task.name, "layout": self.task.layout, **info}
+        toolchain = self._toolchain
+        launch = None
+        audited = "off"
+        if self.protect_verifier:
+            if toolchain is None:
+                raise RuntimeError("the verifier's toolchain was not recorded (asetup)")
+            if self.task.audit:
+                await audit.check(sandbox, toolchain, self.task.audit_exclude)
+                audited = "passed"
+            launch = verifier.plan(self.task, toolchain)
+        reward, info = await grader.run_tests(sandbox, self.task, launch)
+        info = {"task": self.task.name, "layout": self.task.layout, "audit": audited, **info}
+        return reward, info
 
     async def asolve(self) -> str:
         return await grader.run_solution(await self.sandbox(), self.task)

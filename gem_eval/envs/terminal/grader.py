@@ -2,11 +2,15 @@
 
 1. Stop every process the agent left (anything not running when the container
    started), so nothing it started can touch the tests or the reward while they run.
-2. Remove whatever the agent put at ``/tests`` (a planted ``conftest.py``) and the
-   reward directory, then copy the tests in: the agent never saw them.
-3. Run the test script as root with its own timeout, its output to a log file (read
+2. The integrity audit (:mod:`~gem_eval.envs.terminal.audit`, called by the env): the
+   verifier's toolchain is as the image made it, or the episode is ``tampered``.
+3. Remove whatever the agent put at ``/tests`` (a planted ``conftest.py``), the reward
+   directory and the verifier's own directory, then copy the tests in: the agent never
+   saw them.
+4. Run the test script as root with its own timeout, in the environment and shell that
+   :mod:`~gem_eval.envs.terminal.verifier` describes, its output to a log file (read
    whole, so a long log cannot push pytest's summary out of a capped stream).
-4. Read the result: pytest's summary (TB1) or ``/logs/verifier/reward.*`` (TB2).
+5. Read the result: pytest's summary (TB1) or ``/logs/verifier/reward.*`` (TB2).
 """
 
 from __future__ import annotations
@@ -14,6 +18,7 @@ from __future__ import annotations
 import shlex
 from typing import Any
 
+from gem_eval.envs.terminal import verifier
 from gem_eval.envs.terminal.layout import TerminalTask
 from gem_eval.envs.terminal.results import parse_pytest, parse_reward, pytest_reward
 from gem_eval.sandbox.base import Sandbox
@@ -49,8 +54,14 @@ async def stop_agent_processes(sandbox: Sandbox, keep: set[int]) -> None:
     await sandbox.run_root(script, "stopping the agent's processes", timeout=None)
 
 
-async def run_tests(sandbox: Sandbox, task: TerminalTask) -> tuple[float, dict[str, Any]]:
-    """Copy the tests in, run them, and read the reward (see the module docstring)."""
+async def run_tests(
+    sandbox: Sandbox, task: TerminalTask, launch: verifier.Launch | None
+) -> tuple[float, dict[str, Any]]:
+    """Copy the tests in, run them, and read the reward (see the module docstring).
+
+    ``launch=None`` runs them as gem-eval did before the verifier was hardened (the
+    container's environment, ``sh -c``, pytest unconfined, the last summary line of a
+    test read): only to show, in tests, that a trap works against that."""
     assert task.tests is not None
     # Moved aside first (atomic), then removed: a process still writing there (when the
     # agent's processes are kept) cannot make the removal fail.
@@ -60,21 +71,23 @@ async def run_tests(sandbox: Sandbox, task: TerminalTask) -> tuple[float, dict[s
         f"mkdir -p {VERIFIER_DIR} /logs/agent"
     )
     await sandbox.run_root(fresh, "preparing the test run")
+    if launch is not None:
+        await verifier.prepare(sandbox, launch)
     if task.tests.is_dir():
         await sandbox.copy_dir(task.tests, TESTS_DIR)
     if task.layout == "tb1":
-        script = (task.path / "run-tests.sh").read_bytes()
-        await sandbox.write_file(f"{TESTS_DIR}/run-tests.sh", script, mode=0o755, owner="root")
+        runner = (task.path / "run-tests.sh").read_bytes()
+        await sandbox.write_file(f"{TESTS_DIR}/run-tests.sh", runner, mode=0o755, owner="root")
         log = TB1_LOG
     else:
         log = f"{VERIFIER_DIR}/test-stdout.txt"
-    command = f"bash {TESTS_DIR}/{task.test_script} > {log} 2>&1"
+    script = f"{TESTS_DIR}/{task.test_script}"
+    if launch is None:
+        argv, env = ["sh", "-c", f"bash {script} > {log} 2>&1"], {**task.verifier_env}
+    else:
+        argv, env = verifier.command(launch, script, log), launch.env
     result = await sandbox.exec(
-        ["sh", "-c", command],
-        timeout=task.test_timeout_s,
-        user="root",
-        cwd=task.workdir,
-        env={**task.verifier_env},
+        argv, timeout=task.test_timeout_s, user="root", cwd=task.workdir, env=env
     )
     output = await _read_text(sandbox, log)
     info: dict[str, Any] = {"test_exit_code": result.exit_code, "test_output": output[-TAIL_CHARS:]}
@@ -85,7 +98,8 @@ async def run_tests(sandbox: Sandbox, task: TerminalTask) -> tuple[float, dict[s
             "verifier_error": f"tests timed out after {task.test_timeout_s:g} s",
         }
     if task.layout == "tb1":
-        reward, details = pytest_reward(parse_pytest(output), task.test_weights)
+        statuses = parse_pytest(output, worst=launch is not None)
+        reward, details = pytest_reward(statuses, task.test_weights)
         return reward, {**info, **details}
     return await _reward_file(sandbox, info)
 

@@ -79,6 +79,8 @@ class TerminalTask:
         verifier_env: Environment of the test run.
         solution: The reference solution directory or script (``None``: no oracle).
         test_weights: TB1: weight per test name.
+        audit: Whether the integrity audit runs (gem-eval extension).
+        audit_exclude: Paths the agent may change without voiding the grade.
         difficulty, category, tags: Metadata.
     """
 
@@ -103,6 +105,8 @@ class TerminalTask:
     verifier_env: dict[str, str] = field(default_factory=dict)
     solution: Path | None = None
     test_weights: dict[str, float] = field(default_factory=dict)
+    audit: bool = True
+    audit_exclude: list[str] = field(default_factory=list)
     difficulty: str | None = None
     category: str | None = None
     tags: list[str] = field(default_factory=list)
@@ -179,6 +183,7 @@ def _load_tb1(path: Path) -> TerminalTask:
         category=_text(meta.get("category")),
         tags=[str(t) for t in meta.get("tags") or []],
     )
+    _read_audit(task, meta, meta_path, lines)
     if not (path / "run-tests.sh").is_file():
         raise TaskFormatError(path, "a Terminal-Bench 1 task needs run-tests.sh")
     _read_compose(task, path / "docker-compose.yaml", TB1_COMPOSE_VARS)
@@ -224,6 +229,7 @@ def _load_tb2(path: Path) -> TerminalTask:
         category=_text(metadata.get("category")),
         tags=[str(t) for t in metadata.get("tags") or []],
     )
+    _read_audit(task, verifier, meta_path, {})
     if task.context is not None:
         _read_compose(task, task.context / "docker-compose.yaml", {})
     if task.image is None and (
@@ -231,6 +237,25 @@ def _load_tb2(path: Path) -> TerminalTask:
     ):
         raise TaskFormatError(path, "needs environment/Dockerfile or [environment] docker_image")
     return _with_workdir(task)
+
+
+def _read_audit(
+    task: TerminalTask, meta: dict[str, Any], path: Path, lines: dict[str, int]
+) -> None:
+    """The gem-eval audit settings (``audit``, ``audit_exclude``) of a task's metadata."""
+    audit = meta.get("audit", True)
+    if not isinstance(audit, bool):
+        raise TaskFormatError(
+            path, f"audit must be true or false, not {audit!r}", lines.get("audit")
+        )
+    exclude = meta.get("audit_exclude") or []
+    if not isinstance(exclude, list) or not all(
+        isinstance(p, str) and p.startswith("/") for p in exclude
+    ):
+        raise TaskFormatError(
+            path, "audit_exclude must be a list of absolute paths", lines.get("audit_exclude")
+        )
+    task.audit, task.audit_exclude = audit, [str(p) for p in exclude]
 
 
 def _read_compose(task: TerminalTask, compose: Path, variables: dict[str, str]) -> None:

@@ -8,27 +8,42 @@ import re
 from typing import Any
 
 _SUMMARY = re.compile(r"=+\s*short test summary info\s*=+")
+_FIRST_SUMMARY = re.compile(r"^=+\s*short test summary info\s*=+\s*$", re.MULTILINE)
 # A skip reads `SKIPPED [1] tests/t.py:4: reason` (no test name): keyed by its place.
 _LINE = re.compile(r"^(PASSED|FAILED|ERROR|SKIPPED|XFAIL|XPASS)\s+(?:\[\d+\]\s+)?(\S+?):?(?:\s|$)")
 # As Terminal-Bench counts them: an expected failure or a skip is not a failure.
 PASSING = ("PASSED", "XFAIL", "SKIPPED")
 
 
-def parse_pytest(output: str) -> dict[str, str] | None:
+def parse_pytest(output: str, worst: bool = True) -> dict[str, str] | None:
     """Each test's status from the ``short test summary info`` of ``pytest -rA``.
 
     Keys are test names without the file (``test_outputs.py::test_x`` -> ``test_x``);
     ``None`` when the output has no summary (pytest did not run, or crashed).
+
+    Text the agent controls can reach the summary: a failure's message, printed whole
+    under ``-vv`` or ``CI=1`` (``FAILED t.py::test_x - got: <the agent's file>``), may
+    hold lines that read ``PASSED t.py::test_x``. So every status line from pytest's
+    first summary on is read, and a test listed more than once keeps its worst status:
+    a forged line can add a pass, never hide a failure. ``worst=False`` reads the last
+    summary and lets a later line win (gem-eval's reading before this was fixed).
     """
-    parts = _SUMMARY.split(output)
-    if len(parts) < 2:
+    if worst:
+        first = _FIRST_SUMMARY.search(output)
+        text = output[first.end() :] if first else None
+    else:
+        parts = _SUMMARY.split(output)
+        text = parts[-1] if len(parts) >= 2 else None
+    if text is None:
         return None
     statuses: dict[str, str] = {}
-    for line in parts[-1].splitlines():
+    for line in text.splitlines():
         match = _LINE.match(line.strip())
         if match:
             status, test = match.groups()
-            statuses[test.split("::", 1)[-1]] = status
+            name = test.split("::", 1)[-1]
+            if not (worst and statuses.get(name, "PASSED") not in PASSING):
+                statuses[name] = status
     return statuses
 
 
