@@ -246,3 +246,22 @@ def test_remove_run_gives_up_in_one_line_naming_the_cleanup_command(
     assert "\n" not in named[0]
     on_daemon.start()
     assert len(on_daemon.containers(f"{cleanup.RUN}={run_id}")) == 1  # what it warned of
+
+
+def _has_docker0() -> bool:
+    return subprocess.run(["ip", "link", "show", "docker0"], capture_output=True).returncode == 0
+
+
+@pytest.mark.docker
+@pytest.mark.slow
+def test_the_second_daemon_leaves_the_hosts_bridge_alone(
+    daemon: second_dockerd.SecondDockerd,
+) -> None:
+    """Started with --bridge=none in the host's network namespace, a dockerd deletes the
+    host's docker0 (and with it every bridged container and `RUN` build of the real
+    daemon): the test daemon runs in a namespace of its own."""
+    if not _has_docker0():
+        pytest.skip("this host has no docker0 to protect")
+    daemon.stop()
+    daemon.start()
+    assert _has_docker0()
