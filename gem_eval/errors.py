@@ -119,9 +119,9 @@ class SandboxLostError(SandboxError):
 
     Once the agent has run a command, the loss is most likely the agent's doing (the
     container's PID 1 cannot be killed from inside; see
-    :mod:`gem_eval.sandbox.container_init`). Caveat: a daemon restart also stops
-    containers; the engine then answers again, so callers should check whether the
-    engine went away during the episode before charging the agent.
+    :mod:`gem_eval.sandbox.container_init`). A daemon restart also stops containers and
+    then answers again: :meth:`~gem_eval.sandbox.base.Sandbox.engine_alive` says
+    ``False`` after one, so check it before charging the agent.
 
     Attributes:
         reason: ``"gone"``, ``"stopped"`` or ``"disk_full"``.

@@ -13,12 +13,14 @@ limits the caller names, it gets:
   ``storage_opt size``, which overlay2 honours on xfs mounted with ``pquota`` (and
   btrfs, zfs, devicemapper, each its own way). Whether it works is learnt from the
   engine's answer to the first container asking for it (remembered per process). Where
-  it does not (overlay2 on ext4: the common case, and this project's machines), nothing
-  bounds the writable layer: a root agent can fill the disk that holds Docker's data
-  root (measured: ``dd`` writes at disk speed until it is full), which fails every
-  other container and the results store on that disk too. There, each file is capped at
+  it does not (overlay2 on ext4: the common case, and this project's machines; this
+  kernel also lacks XFS quota support), nothing bounds the writable layer: a root agent
+  can fill the disk that holds Docker's data root, which then fails every other
+  container and the results store on that disk too. There, each file is capped at
   ``disk`` instead (``RLIMIT_FSIZE``, which root in the container cannot raise without
-  ``CAP_SYS_RESOURCE``): one huge file stops, many files do not.
+  ``CAP_SYS_RESOURCE``): one huge file stops, many files do not (measured with
+  ``disk="50m"``: an 80 MB ``dd`` stopped at 50 MB; 50 files of 40 MB, 2 GB, were
+  written in 3 s).
 """
 
 from __future__ import annotations

@@ -17,11 +17,15 @@ from typing import Any
 
 import pytest
 
+from gem_eval.agent import run_episode
 from gem_eval.errors import SandboxError, SandboxLostError
+from gem_eval.models import Message, ModelOutput, ScriptedModel, tool_call
 from gem_eval.sandbox import container_init, docker_launch, docker_rescue, engine
 from gem_eval.sandbox.docker import DockerSandbox
 from gem_eval.sandbox.local import LocalSandbox
+from gem_eval.tools.bash import BashTool
 from tests.conftest import IN_CI
+from tests.fakes import FakeEnv
 
 KILLS = [
     "kill -9 -1",
@@ -90,6 +94,38 @@ def test_pid1_survives_every_kill(init: str, user: str) -> None:
                 await box.exec(command, user=user, timeout=30)
                 await answers(box)
                 assert await pid1_state(box) == "S", command  # not T (stopped)
+
+    asyncio.run(scenario())
+
+
+@pytest.mark.docker
+@pytest.mark.parametrize("command", ["kill -9 -1", "kill 1", ":(){ :|:& };: 2>/dev/null"])
+def test_a_root_agent_that_kills_everything_is_still_graded(command: str) -> None:
+    """Through the bash tool and the agent loop, as root (Terminal-Bench's agent): the
+    episode goes on and is scored, not lost or replayed."""
+    tool = BashTool(timeout_s=10)
+
+    def reply(messages: list[Message]) -> Any:
+        done = sum(1 for m in messages if m["role"] == "tool")
+        if done < 2:
+            return ModelOutput(tool_calls=[tool_call("bash", {"command": command})])
+        if done == 2:
+            return ModelOutput(tool_calls=[tool_call("bash", {"command": "echo two"})])
+        return "\\boxed{42}"
+
+    async def scenario() -> None:
+        async with started(_any_init(), user="root", pids=128) as box:
+            try:
+                traj = await run_episode(
+                    FakeEnv(length=1), ScriptedModel(reply), [tool], sandbox=box, seed=0
+                )
+            finally:
+                await tool.aclose()
+            assert traj.outcome == "completed", traj.error
+            assert traj.scored
+            outputs = [e.output for step in traj.steps for e in step.tool_events]
+            assert len(outputs) == 3 and outputs[-1].startswith("two"), outputs
+            await answers(box)
 
     asyncio.run(scenario())
 
