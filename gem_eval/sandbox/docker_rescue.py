@@ -84,9 +84,13 @@ def could_not_start(result: ExecResult) -> bool:
 
 async def pids_exhausted(container_id: str, limit: int) -> bool:
     """Whether the container's processes hold (nearly) every PID it may have."""
+    from docker.utils import version_lt
+
     api = docker_client.client().api
+    # one_shot (API 1.41, Docker 20.10) skips the second sample that makes a read ~2 s.
+    fast = {} if version_lt(api.api_version, "1.41") else {"one_shot": True}
     stats = await docker_client.call(
-        "reading a container's process count", api.stats, container_id, stream=False, one_shot=True
+        "reading a container's process count", api.stats, container_id, stream=False, **fast
     )
     current = (stats.get("pids_stats") or {}).get("current")
     return isinstance(current, int) and current >= limit - _PIDS_SLACK
