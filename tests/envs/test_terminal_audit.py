@@ -1,6 +1,6 @@
-"""The verifier's protections without Docker: the integrity audit's verdict on a change
-list, what the probe reads from test scripts and prints, the test run's environment, and
-gem-eval's ``sitecustomize`` in a real Python process (the host's)."""
+"""The verifier's protections without Docker: the integrity audit's verdict on two
+listings, what the probe reads from test scripts and prints, the test run's environment,
+and gem-eval's ``sitecustomize`` in a real Python process (the host's)."""
 
 from __future__ import annotations
 
@@ -15,14 +15,16 @@ from pathlib import Path
 import pytest
 
 from gem_eval.envs.terminal import verifier
-from gem_eval.envs.terminal.audit import (
+from gem_eval.envs.terminal.audit import changes, findings
+from gem_eval.envs.terminal.layout import load_task
+from gem_eval.envs.terminal.toolchain import (
+    LISTING_FORMAT,
     Toolchain,
-    findings,
-    parse_probe,
+    parse,
+    parse_listing,
     probe_script,
     script_words,
 )
-from gem_eval.envs.terminal.layout import load_task
 from gem_eval.envs.terminal.verifier_site import confined, pytest_arguments
 from gem_eval.errors import TaskFormatError
 
@@ -159,20 +161,53 @@ def test_script_words() -> None:
     assert sourced == {"/root/.local/bin/env", "/opt/venv/bin/activate"}
 
 
-def test_parse_probe() -> None:
+def test_parse_the_probe() -> None:
     output = (
         "@environ\nPATH=/usr/bin:/bin\nMOTD=line one\nline two\nHOME=/root\n\n@end\n"
         "sealed /usr/bin/python3\nsealed /usr/lib/python3.11/\n"
         "site /usr/lib/python3/dist-packages\nsealed /usr/lib/python3/dist-packages\n"
         "module json\ntool bash=/usr/bin/bash\n"
         "tool bash=/bin/bash\ncache UV_CACHE_DIR=/root/.cache/uv\nnoise\n"
+        "checker find aa11 /usr/bin/find\nchecker timeout bb22 /usr/bin/timeout\n"
+        "checker libc.so.6 cc33 /usr/lib/x86_64-linux-gnu/libc.so.6\n"
+        "checker loader dd44 /usr/lib/x86_64-linux-gnu/ld-linux-x86-64.so.2\n"
     )
-    found = parse_probe(output)
+    found = parse(output)
     assert found.environ == {"PATH": "/usr/bin:/bin", "MOTD": "line one\nline two", "HOME": "/root"}
     assert found.sealed == {"/usr/bin/python3", "/usr/lib/python3.11"}
     assert found.sites == {"/usr/lib/python3/dist-packages"}
     assert found.modules == {"json"} and found.tools == {"bash": "/usr/bin/bash"}
     assert found.caches == {"UV_CACHE_DIR": "/root/.cache/uv"}
+    checker = found.checker
+    assert checker is not None and checker.find == "/usr/bin/find"
+    assert checker.libraries == {"libc.so.6": "/usr/lib/x86_64-linux-gnu/libc.so.6"}
+    assert checker.loader == "/usr/lib/x86_64-linux-gnu/ld-linux-x86-64.so.2"
+    assert checker.sha256["/usr/bin/timeout"] == "bb22" and checker.preload is None
+    assert parse("sealed /x\n").checker is None  # no GNU find: the change-list fallback
+
+
+def test_a_listing_and_its_changes() -> None:
+    # What `find -printf LISTING_FORMAT` writes: NUL-separated, so a file name may hold
+    # a newline and still be one path.
+    assert LISTING_FORMAT == r"%y %C@ %p\0%l\0"
+    data = (
+        b"f 100.5 /usr/bin/python3.11\0\0l 90.0 /usr/bin/python3\0python3.11\0"
+        b"d 200.0 /usr/lib/python3.11\0\0f 150.0 /usr/lib/python3.11/os.py\0\0"
+        b"f 300.0 /usr/lib/python3.11/evil\nname.py\0\0"
+    )
+    after = parse_listing(data)
+    assert after["/usr/bin/python3"] == ("l", 90.0, "python3.11")
+    assert "/usr/lib/python3.11/evil\nname.py" in after
+    before = ["/usr/bin/python3.11", "/usr/bin/python3", "/usr/lib/python3.11",
+              "/usr/lib/python3.11/os.py", "/usr/lib/python3.11/site.py"]  # fmt: skip
+    found = {(e["Path"], e["Kind"]) for e in changes(before, after, since=120.0)}
+    # os.py's ctime is later than the agent's start: changed, whatever its mtime says;
+    # the directory's is too, but what changed in it is listed (site.py went, a file came).
+    assert found == {
+        ("/usr/lib/python3.11/os.py", CHANGED),
+        ("/usr/lib/python3.11/site.py", REMOVED),
+        ("/usr/lib/python3.11/evil\nname.py", ADDED),
+    }
 
 
 def test_the_probe_names_the_scripts_commands_but_not_the_agents_programs(tmp_path: Path) -> None:

@@ -1,25 +1,28 @@
 """The integrity audit: the verifier's toolchain is as the image made it, or the episode
 is ``tampered``.
 
-Before the agent's first command, :func:`probe` asks the pristine container which
-files the test run will rely on: the commands the test scripts and the grader run (as
-resolved on the verifier's ``PATH``, every symlink on the way, a script's interpreter,
-the shared libraries they load), every Python on ``PATH`` (its interpreter, standard
-library, ``site-packages``, and the places that would change its ``sys.path``:
-``pyvenv.cfg``, ``._pth``, landmark directories), files the scripts ``source``, the
-shell start-up files (``/etc/profile``, ``/root/.bashrc``, ``/etc/environment`` ...),
-pytest configuration above ``/tests`` (``/conftest.py``, ``/pytest.ini`` ...) and
-``/etc/ld.so.preload``. Only paths are kept, host-side; nothing is left in the container.
+Before the agent's first command, :func:`baseline` reads the container's clock and
+what the test run relies on (:mod:`~gem_eval.envs.terminal.toolchain`: every path under
+it, kept host-side). Before grading, once the agent's processes are gone, :func:`check`
 
-Before grading, :func:`check` asks Docker which paths differ from the image (the
-container's change list, kept by the engine outside the container: the agent, root
-inside, can neither forge nor hide an entry) and raises :class:`TamperError` naming
-any change, addition or removal under those paths. Site directories are treated
-apart, since installing a package is ordinary work: a new top-level package there is
-allowed unless it is a start-up hook (``*.pth``, ``sitecustomize``, ``usercustomize``),
-takes the name of a module that was importable before (shadowing it), or registers a
-pytest plugin (a ``pytest11`` entry point). Byte-code caches are ignored; the verifier
-never reads them (``PYTHONPYCACHEPREFIX``, see :mod:`~gem_eval.envs.terminal.verifier`).
+1. asks Docker (from outside the container) which processes run: one the kill missed
+   (the agent replaced the shell that kills them) voids the grade;
+2. reads the image's GNU ``find``, ``timeout``, their loader and libraries through
+   Docker, checks each against its hash, and writes the copies to a fresh directory
+   of a random name, with ``/etc/ld.so.preload`` checked unchanged: the listing runs
+   through the copied loader, so nothing the agent wrote is executed;
+3. lists every path under the toolchain with its change time (ctime). The kernel sets
+   a file's ctime on every write, rename, link or mode change, and no process can set
+   it back (that takes the clock: ``CAP_SYS_TIME``, which containers lack): an edit
+   with its size and mtime restored still shows. Docker's own change list compares
+   size and mtime only, so it is the fallback for images without GNU ``find``.
+
+A change, addition or removal under a sealed path is tampering. Site directories are
+treated apart, since installing a package is ordinary work: a new top-level package
+there is allowed unless it is a start-up hook (``*.pth``, ``sitecustomize``,
+``usercustomize``), takes the name of a module that was importable before (shadowing
+it), or registers a pytest plugin (a ``pytest11`` entry point). Byte-code caches are
+ignored; the verifier never reads them (``PYTHONPYCACHEPREFIX``).
 
 A task whose work is to change the toolchain (install into the system Python, edit
 ``/root/.bashrc``) declares it: ``audit = false`` or ``audit_exclude = [paths]``.
@@ -27,286 +30,74 @@ A task whose work is to change the toolchain (install into the system Python, ed
 
 from __future__ import annotations
 
+import asyncio
+import hashlib
+import io
 import posixpath
 import re
-import shlex
+import tarfile
+import uuid
 from collections.abc import Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
+from gem_eval.envs.terminal import toolchain as probing
 from gem_eval.envs.terminal.layout import TerminalTask
+from gem_eval.envs.terminal.toolchain import Toolchain
 from gem_eval.errors import SandboxError, TamperError
 from gem_eval.sandbox.base import Sandbox
 
-GRADER_TOOLS = ("sh", "bash", "timeout", "mv", "rm", "mkdir", "python3", "python")
-"""Commands the grader's own steps and the verifier's launch use, always audited."""
-STARTUP_FILES = (
-    "/etc/profile",
-    "/etc/profile.d",
-    "/etc/bash.bashrc",
-    "/etc/bash.bash_logout",
-    "/etc/environment",
-    "/etc/security/pam_env.conf",
-    "/root/.profile",
-    "/root/.bash_profile",
-    "/root/.bash_login",
-    "/root/.bashrc",
-    "/root/.bash_logout",
-    "/etc/ld.so.preload",
-    # pytest reads these above /tests when it is not confined to /tests
-    "/conftest.py",
-    "/pytest.ini",
-    "/.pytest.ini",
-    "/pyproject.toml",
-    "/setup.cfg",
-    "/tox.ini",
-    "/setup.py",
-    # a test script that installs its tools reads their configuration
-    "/etc/pip.conf",
-    "/etc/xdg/pip",
-    "/root/.pip",
-    "/root/.config/pip",
-    "/etc/uv",
-    "/root/.config/uv",
-)
-# Words before a command that are not the command (`exec python3 ...`, `if pytest ...`).
-_KEYWORDS = frozenset(
-    {"if", "then", "else", "elif", "fi", "for", "while", "until", "do", "done", "case"}
-    | {"esac", "in", "function", "select", "time", "!", "{", "}", "[[", "]]", "exec"}
-    | {"command", "builtin", "nohup", "sudo", "env", "xargs"}
-)
-_ASSIGNMENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*=")
-_NAME = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.+-]*$")
-_SOURCED = re.compile(r"(?:^|[;&|(]|\s)(?:source|\.)\s+([^\s;&|)]+)")
+LISTING_TIMEOUT_S = 120
 _HOOKS = frozenset({"sitecustomize", "usercustomize"})
 _KINDS = {0: "changed", 1: "added", 2: "removed"}
-
-# Runs in the pristine container, as root: prints `<kind> <path>` lines (see `probe`).
-_PROBE = r"""
-say() { printf '%s %s\n' "$1" "$2"; }
-printf '@environ\n'; tr '\000' '\n' < /proc/$$/environ; printf '\n@end\n'
-seen=" "
-hops() {  # a path, every symlink on the way to its target, and the target
-  local p n t
-  p=$1; n=0
-  while [ -L "$p" ] && [ $n -lt 40 ]; do
-    say sealed "$p"; t=$(readlink "$p")
-    case $t in /*) p=$t ;; *) p=$(dirname "$p")/$t ;; esac
-    n=$((n + 1))
-  done
-  say sealed "$p"
-  t=$(readlink -f "$1" 2>/dev/null) && say sealed "$t"
-}
-examine() {  # an executable: its links, its interpreter if a script, its libraries
-  local real interp lib
-  case $seen in *" $1 "*) return 0 ;; esac
-  seen="$seen$1 "
-  hops "$1"
-  real=$(readlink -f "$1" 2>/dev/null) || real=$1
-  case ${real##*/} in python*) pythons="$pythons $real" ;; esac
-  if [ "$(head -c 2 "$real" 2>/dev/null)" = "#!" ]; then
-    set -- $(head -n 1 "$real" | cut -c 3-)
-    interp=${1:-}
-    if [ "${interp##*/}" = env ] && [ -n "${2:-}" ]; then
-      interp=$(command -v "$2" 2>/dev/null) || interp=""
-    fi
-    case $interp in /*) examine "$interp" ;; esac
-  fi
-  if command -v ldd >/dev/null 2>&1; then
-    for lib in $(ldd "$real" 2>/dev/null \
-                 | awk '{for (i = 1; i <= NF; i++) if ($i ~ /^\//) print $i}'); do
-      hops "$lib"
-    done
-  fi
-}
-resolve() {  # a command name: where it would appear on PATH, and where it is
-  local d r found ifs
-  ifs=$IFS; IFS=:
-  for d in $PATH; do
-    [ -n "$d" ] || continue
-    say sealed "$d/$1"
-    r=$(readlink -f "$d" 2>/dev/null) && say sealed "$r/$1"
-  done
-  IFS=$ifs
-  found=$(command -v "$1" 2>/dev/null) || return 0
-  case $found in /*) ;; *) return 0 ;; esac
-  say tool "$1=$found"
-  examine "$found"
-}
-pythons=""
-for name in $NAMES; do resolve "$name"; done
-for p in $PROGRAMS; do [ -f "$p" ] && [ -x "$p" ] && examine "$p"; done
-for p in $FILES; do hops "$p"; done
-uv_cache=${UV_CACHE_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/uv}
-uv_python=${UV_PYTHON_INSTALL_DIR:-${XDG_DATA_HOME:-$HOME/.local/share}/uv/python}
-[ -e "$uv_cache" ] && say cache "UV_CACHE_DIR=$uv_cache" && say sealed "$uv_cache"
-[ -e "$uv_python" ] && say cache "UV_PYTHON_INSTALL_DIR=$uv_python" && say sealed "$uv_python"
-for py in $pythons; do "$py" -I - 2>/dev/null <<'PY'
-import os, site, sys
-
-def say(kind, path):
-    if path:
-        print(kind, os.path.normpath(path))
-
-version = "%d%d" % sys.version_info[:2]
-for exe in (sys.executable, os.path.realpath(sys.executable)):
-    here = os.path.dirname(exe)
-    say("sealed", exe)
-    # what would make this interpreter find another prefix, stdlib or path list
-    for name in ("pyvenv.cfg", "pybuilddir.txt", "Modules", "Lib", "lib", "lib64",
-                 os.path.basename(exe) + "._pth", "python" + version + "._pth"):
-        say("sealed", os.path.join(here, name))
-    say("sealed", os.path.join(os.path.dirname(here), "pyvenv.cfg"))
-sites = set(getattr(site, "getsitepackages", lambda: [])())
-sites.update(p for p in sys.path if p.rstrip("/").endswith(("site-packages", "dist-packages")))
-trees = [p for p in sys.path if p] + sorted(sites)
-for p in sorted(sites):
-    say("site", p)
-for p in sys.path:
-    if p and p not in sites:
-        say("sealed", p)
-inside = lambda q: any(q == t or q.startswith(t.rstrip("/") + "/") for t in trees)
-for tree in trees:
-    if not os.path.isdir(tree):
-        continue
-    for name in os.listdir(tree):
-        module = name.split(".")[0] if name.endswith((".py", ".so", ".pyc", ".pyd")) else name
-        if module.isidentifier():
-            print("module", module)
-    for base, dirs, files in os.walk(tree):
-        if "__pycache__" in dirs:
-            dirs.remove("__pycache__")
-        for name in dirs + files:
-            path = os.path.join(base, name)
-            if os.path.islink(path) and not inside(os.path.realpath(path)):
-                say("sealed", os.path.realpath(path))
-PY
-done
-true
-"""
+# Variables the loader or libc would act on, cleared for the audit's own programs.
+_CLEAN = {"LD_PRELOAD": "", "LD_LIBRARY_PATH": "", "LD_AUDIT": "", "LC_ALL": "C"}
 
 
 @dataclass
-class Toolchain:
-    """What :func:`probe` found in the pristine container.
+class Baseline:
+    """The container before the agent's first command.
 
     Attributes:
-        environ: The container's own environment (the verifier's starts from it).
-        sealed: Paths under which any change voids the grade.
-        sites: Site directories (new packages allowed, with the exceptions above).
-        modules: Top-level module names importable before the agent began.
-        tools: Where each command name resolved (``bash`` -> ``/usr/bin/bash``).
-        caches: Tool caches the image ships (``UV_CACHE_DIR`` -> path); others are
-            fresh for the verifier, so none of the agent's entries can be reused.
+        toolchain: What the test run relies on.
+        since: The container's clock then (a ctime after it: changed since).
+        processes: Host PIDs of the sandbox's own processes (``None``: unknown).
     """
 
-    environ: dict[str, str] = field(default_factory=dict)
-    sealed: set[str] = field(default_factory=set)
-    sites: set[str] = field(default_factory=set)
-    modules: set[str] = field(default_factory=set)
-    tools: dict[str, str] = field(default_factory=dict)
-    caches: dict[str, str] = field(default_factory=dict)
+    toolchain: Toolchain
+    since: float
+    processes: set[int] | None
 
 
-def script_words(texts: Iterable[str]) -> tuple[set[str], set[str], set[str]]:
-    """What shell scripts run: command names, absolute programs, and sourced files.
-
-    A rough reading (no full shell grammar): the first word of each simple command,
-    after assignments and wrappers such as ``exec`` or ``env``; the file after
-    ``source`` or ``.`` (``$HOME`` and ``~`` are ``/root``).
-    """
-    names: set[str] = set()
-    programs: set[str] = set()
-    sourced: set[str] = set()
-    for text in texts:
-        for line in text.splitlines():
-            line = line.split(" #", 1)[0] if not line.lstrip().startswith("#") else ""
-            for match in _SOURCED.finditer(line):
-                path = re.sub(r"^(\$\{?HOME\}?|~)(?=/)", "/root", match.group(1).strip("'\""))
-                if path.startswith("/") and not path.startswith("/tests/"):
-                    sourced.add(posixpath.normpath(path))
-            for part in re.split(r"[;&|()`]|\$\(|\bthen\b|\bdo\b|\belse\b", line):
-                try:
-                    words = shlex.split(part)
-                except ValueError:
-                    words = part.split()
-                while words and (
-                    words[0] in _KEYWORDS
-                    or _ASSIGNMENT.match(words[0])
-                    or words[0].startswith("-")  # `env -i X=1 cmd`
-                ):
-                    words = words[1:]
-                if not words or words[0] in ("source", "."):  # read above
-                    continue
-                word = words[0]
-                if word.startswith("/") and not word.startswith("/tests/"):
-                    programs.add(posixpath.normpath(word))
-                elif _NAME.match(word):
-                    names.add(word)
-    return names, programs, sourced
+def _container(sandbox: Sandbox) -> Any:
+    """The Docker container behind ``sandbox`` (``None`` for other sandboxes): the
+    audit reads it from outside, where the agent cannot reach."""
+    return getattr(sandbox, "container", None)
 
 
-def _scripts(task: TerminalTask) -> list[str]:
-    """The text of the task's test script and every shell script beside its tests."""
-    paths = [task.path / "run-tests.sh"] if task.layout == "tb1" else []
-    if task.tests is not None and task.tests.is_dir():
-        paths += sorted(task.tests.rglob("*.sh"))
-    return [p.read_text(errors="replace") for p in paths if p.is_file()]
+async def _host_pids(sandbox: Sandbox) -> dict[int, str] | None:
+    """The container's processes as Docker sees them: host PID -> command."""
+    from gem_eval.sandbox import docker_client
+
+    container = _container(sandbox)
+    if container is None:
+        return None
+    top = await docker_client.call("listing the container's processes", container.top)
+    titles = top.get("Titles") or []
+    pid, cmd = titles.index("PID"), titles.index("CMD")
+    return {int(row[pid]): str(row[cmd]) for row in top.get("Processes") or []}
 
 
-def probe_script(task: TerminalTask) -> str:
-    """The probe for ``task`` (its scripts' commands, programs and sourced files)."""
-    names, programs, sourced = script_words(_scripts(task))
-    workdir = task.workdir.rstrip("/") + "/"
-    # The agent's own programs (in its work directory) are what the tests examine.
-    programs = {p for p in programs if not p.startswith(workdir)}
-    quoted = {
-        "NAMES": " ".join(sorted(set(GRADER_TOOLS) | names)),
-        "PROGRAMS": " ".join(sorted(programs)),
-        "FILES": " ".join(sorted(set(STARTUP_FILES) | sourced)),
-    }
-    assign = "".join(f"{k}={shlex.quote(v)}\n" for k, v in quoted.items())
-    return assign + _PROBE
-
-
-def parse_probe(output: str) -> Toolchain:
-    """Read the probe's output."""
-    found = Toolchain()
-    lines = iter(output.splitlines())
-    for line in lines:
-        if line == "@environ":
-            key = ""
-            for entry in lines:
-                if entry == "@end":
-                    break
-                if not entry:
-                    continue
-                name, eq, value = entry.partition("=")
-                if eq and re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", name):
-                    key = name
-                    found.environ[key] = value
-                elif key:  # a value that held a newline
-                    found.environ[key] += "\n" + entry
-            continue
-        kind, _, rest = line.partition(" ")
-        if kind in ("sealed", "site") and rest.startswith("/"):
-            (found.sealed if kind == "sealed" else found.sites).add(posixpath.normpath(rest))
-        elif kind == "module":
-            found.modules.add(rest)
-        elif kind == "tool":
-            name, _, path = rest.partition("=")
-            found.tools.setdefault(name, path)
-        elif kind == "cache":
-            name, _, path = rest.partition("=")
-            found.caches[name] = path
-    found.sealed -= found.sites
-    return found
-
-
-async def probe(sandbox: Sandbox, task: TerminalTask) -> Toolchain:
-    """Find the verifier's toolchain in the pristine container (see the module docstring)."""
-    output = await sandbox.run_root(probe_script(task), "probing the verifier's toolchain", 120)
-    return parse_probe(output)
+async def baseline(sandbox: Sandbox, task: TerminalTask) -> Baseline:
+    """Record the pristine container (see the module docstring)."""
+    clock = await sandbox.run_root("date +%s.%N 2>/dev/null || date +%s", "reading the clock")
+    try:
+        since = float(clock.split()[0])
+    except (IndexError, ValueError):  # a date without %N prints it literally
+        since = float(clock.split(".")[0])
+    found = await probing.probe(sandbox, task)
+    pids = await _host_pids(sandbox)
+    return Baseline(found, since, None if pids is None else set(pids))
 
 
 def _ancestry(path: str) -> list[str]:
@@ -323,10 +114,25 @@ def _module(name: str) -> str:
     return name.split(".")[0] if name.endswith((".py", ".so", ".pyc", ".pyd", ".pth")) else name
 
 
+def changes(
+    before: Iterable[str], after: dict[str, tuple[str, float, str]], since: float
+) -> list[dict[str, Any]]:
+    """Two listings as a change list (``[{"Path": p, "Kind": 0|1|2}]``: changed, added,
+    removed). A file or link is changed when its ctime is later than ``since``; a
+    directory, when its type changed (what was added or removed in it is listed)."""
+    old = set(before)
+    entries = [{"Path": p, "Kind": 1} for p in after if p not in old]
+    entries += [{"Path": p, "Kind": 2} for p in old if p not in after]
+    for path, (kind, ctime, _) in after.items():
+        if path in old and kind != "d" and ctime > since:
+            entries.append({"Path": path, "Kind": 0})
+    return entries
+
+
 def findings(
     entries: list[dict[str, Any]], toolchain: Toolchain, exclude: Iterable[str] = ()
 ) -> tuple[list[str], list[str]]:
-    """The audit's verdict on Docker's change list (``[{"Path": ..., "Kind": 0|1|2}]``,
+    """The audit's verdict on a change list (``[{"Path": ..., "Kind": 0|1|2}]``,
     changed, added, removed): the tampered paths (``changed /x``, ``added /y``,
     ``removed /z``), and the new metadata directories in site directories whose entry
     points must still be read (a pytest plugin is not allowed).
@@ -368,20 +174,133 @@ def findings(
     return sorted(tampered), sorted(metadata)
 
 
-async def check(sandbox: Sandbox, toolchain: Toolchain, exclude: Iterable[str] = ()) -> None:
-    """Compare the container with its image; raise :class:`TamperError` on any finding.
+async def _survivors(sandbox: Sandbox, base: Baseline) -> list[str]:
+    """Processes still running that were not the sandbox's own (zombies aside); a
+    process just killed may take a moment to go, so it is asked again for ~2 s."""
+    if base.processes is None:
+        return []
+    found: list[str] = []
+    for _ in range(10):
+        now = await _host_pids(sandbox) or {}
+        found = [
+            cmd
+            for pid, cmd in sorted(now.items())
+            if pid not in base.processes and "<defunct>" not in cmd
+        ]
+        if not found:
+            break
+        await asyncio.sleep(0.2)
+    return found
+
+
+async def _checker_files(sandbox: Sandbox, toolchain: Toolchain) -> dict[str, bytes]:
+    """The audit's programs as the image had them: name in the fresh directory ->
+    bytes, each read through Docker and checked against its hash.
 
     Raises:
-        TamperError: The toolchain changed (the paths, each with what happened to it).
-        SandboxError: The sandbox keeps no change list (only Docker's does).
+        TamperError: One of them (or ``/etc/ld.so.preload``) changed.
     """
+    checker = toolchain.checker
+    assert checker is not None
+    wanted = {"find": checker.find, "timeout": checker.timeout, **checker.libraries}
+    if checker.loader is not None:
+        wanted["ld.so"] = checker.loader
+    files: dict[str, bytes] = {}
+    changed: list[str] = []
+    for name, path in wanted.items():
+        try:
+            data = await sandbox.read_file(path)
+        except (FileNotFoundError, IsADirectoryError):
+            changed.append(f"removed {path}")
+            continue
+        if hashlib.sha256(data).hexdigest() != checker.sha256.get(path):
+            changed.append(f"changed {path}")
+        files[name] = data
+    try:
+        preload: str | None = hashlib.sha256(
+            await sandbox.read_file("/etc/ld.so.preload")
+        ).hexdigest()
+    except (FileNotFoundError, IsADirectoryError):
+        preload = None
+    if preload != checker.preload:
+        changed.append("changed /etc/ld.so.preload")
+    if changed:
+        raise TamperError(sorted(changed))
+    return files
+
+
+async def _listing(sandbox: Sandbox, toolchain: Toolchain) -> dict[str, tuple[str, float, str]]:
+    """List the toolchain with verified copies of the image's ``find`` (see the module
+    docstring), from a fresh directory no process of the agent's can know."""
     from gem_eval.sandbox import docker_client
 
-    container = getattr(sandbox, "container", None)
-    if container is None or not hasattr(container, "diff"):
-        raise SandboxError("the integrity audit needs a Docker container's change list")
-    entries = await docker_client.call("listing the container's changes", container.diff)
-    tampered, metadata = findings(entries or [], toolchain, exclude)
+    container = _container(sandbox)
+    if container is None:
+        raise SandboxError("the integrity audit needs a Docker container")
+    files = await _checker_files(sandbox, toolchain)
+    work = f"/tmp/gem-eval-audit-{uuid.uuid4().hex}"
+    archive = io.BytesIO()
+    with tarfile.open(fileobj=archive, mode="w") as tar:
+        top = tarfile.TarInfo(work.lstrip("/").split("/", 1)[1])
+        top.type, top.mode = tarfile.DIRTYPE, 0o700
+        tar.addfile(top)
+        for name, data in files.items():
+            info = tarfile.TarInfo(f"{top.name}/{name}")
+            info.size, info.mode = len(data), 0o755
+            tar.addfile(info, io.BytesIO(data))
+    # Put in place by the engine, not by a program in the container.
+    if not await docker_client.call(
+        "writing the audit's programs", container.put_archive, "/tmp", archive.getvalue()
+    ):
+        raise SandboxError("writing the audit's programs: Docker refused the archive")
+
+    def run(program: str) -> list[str]:
+        if "ld.so" not in files:  # static programs
+            return [f"{work}/{program}"]
+        return [f"{work}/ld.so", "--inhibit-cache", "--library-path", work, f"{work}/{program}"]
+
+    out = f"{work}/listing"
+    stop = [*run("timeout"), "-k", "2", str(LISTING_TIMEOUT_S)]
+    argv = [*stop, *probing.listing_command(run("find"), toolchain.roots, out)]
+    # No `timeout` by name in front (sandbox.exec would add one): the copy bounds it.
+    result = await sandbox.exec(argv, timeout=None, user="root", cwd="/", env=_CLEAN)
+    if result.exit_code not in (0, 1):  # 1: some roots do not exist
+        raise SandboxError(f"the audit's listing failed: {(result.stderr or '').strip()[-300:]}")
+    try:
+        return probing.parse_listing(await sandbox.read_file(out))
+    finally:
+        await sandbox.run_root(f"rm -rf {work}", "removing the audit's programs")
+
+
+async def _change_list(sandbox: Sandbox) -> list[dict[str, Any]]:
+    """Docker's change list (the fallback: it compares size and mtime, not content)."""
+    from gem_eval.sandbox import docker_client
+
+    container = _container(sandbox)
+    if container is None:
+        raise SandboxError("the integrity audit needs a Docker container")
+    return list(await docker_client.call("listing the container's changes", container.diff))
+
+
+async def check(sandbox: Sandbox, base: Baseline, exclude: Iterable[str] = ()) -> str:
+    """Audit the container after the agent's processes were stopped; how it was
+    checked (``"ctime"``, or ``"change list"`` for an image without GNU ``find``).
+
+    Raises:
+        TamperError: The toolchain changed (each path with what happened to it), or a
+            process of the agent's outlived the kill.
+        SandboxError: The sandbox is not a Docker container, or the listing failed.
+    """
+    survivors = await _survivors(sandbox, base)
+    if survivors:
+        raise TamperError([f"a process outlived the kill: {cmd}" for cmd in survivors])
+    toolchain = base.toolchain
+    if toolchain.checker is not None and toolchain.listing:
+        entries = changes(toolchain.listing, await _listing(sandbox, toolchain), base.since)
+        how = "ctime"
+    else:
+        entries, how = await _change_list(sandbox), "change list"
+    tampered, metadata = findings(entries, toolchain, exclude)
     for directory in metadata:
         try:
             text = (await sandbox.read_file(f"{directory}/entry_points.txt")).decode(
@@ -393,3 +312,4 @@ async def check(sandbox: Sandbox, toolchain: Toolchain, exclude: Iterable[str] =
             tampered.append(f"added {directory} (a pytest plugin)")
     if tampered:
         raise TamperError(sorted(tampered))
+    return how

@@ -62,8 +62,8 @@ class TerminalEnv(HostedEnv):
         self.image_map = dict(image_map or {})
         self.protect_verifier = protect_verifier
         self._own_pids: set[int] = set()
-        self._probe: asyncio.Future[audit.Toolchain] | None = None
-        self._toolchain: audit.Toolchain | None = None
+        self._probe: asyncio.Future[audit.Baseline] | None = None
+        self._baseline: audit.Baseline | None = None
 
     @classmethod
     def task_dirs(cls, root: Path) -> list[Path] | None:
@@ -104,17 +104,17 @@ class TerminalEnv(HostedEnv):
 
     async def asetup(self, sandbox: Sandbox) -> None:
         self._own_pids = await grader.running_pids(sandbox)
-        self._toolchain = None
+        self._baseline = None
         if self.protect_verifier:
-            # The probe (~0.1-0.3 s) runs while the tools open; reset waits for it, so
-            # it is done before the agent's first command.
-            self._probe = asyncio.ensure_future(audit.probe(sandbox, self.task))
+            # The baseline runs while the tools open; reset waits for it, so it is
+            # done before the agent's first command.
+            self._probe = asyncio.ensure_future(audit.baseline(sandbox, self.task))
             self._probe.add_done_callback(lambda t: t.cancelled() or t.exception())
 
     async def aready(self) -> None:
         probe, self._probe = self._probe, None
         if probe is not None:
-            self._toolchain = await probe
+            self._baseline = await probe
 
     def close(self) -> None:
         if self._probe is not None:
@@ -129,16 +129,16 @@ class TerminalEnv(HostedEnv):
             # First, so no process of the agent's can change the toolchain after the
             # audit; if the agent replaced the shell that kills them, the audit says so.
             await grader.stop_agent_processes(sandbox, self._own_pids)
-        toolchain = self._toolchain
+        base = self._baseline
         launch = None
         audited = "off"
         if self.protect_verifier:
-            if toolchain is None:
+            if base is None:
                 raise RuntimeError("the verifier's toolchain was not recorded (asetup)")
             if self.task.audit:
-                await audit.check(sandbox, toolchain, self.task.audit_exclude)
-                audited = "passed"
-            launch = verifier.plan(self.task, toolchain)
+                how = await audit.check(sandbox, base, self.task.audit_exclude)
+                audited = f"passed ({how})"
+            launch = verifier.plan(self.task, base.toolchain)
         reward, info = await grader.run_tests(sandbox, self.task, launch)
         info = {"task": self.task.name, "layout": self.task.layout, "audit": audited, **info}
         return reward, info

@@ -36,8 +36,8 @@ import shlex
 from dataclasses import dataclass
 from pathlib import Path
 
-from gem_eval.envs.terminal.audit import Toolchain
 from gem_eval.envs.terminal.layout import TerminalTask
+from gem_eval.envs.terminal.toolchain import Toolchain
 from gem_eval.sandbox.base import Sandbox
 
 TESTS_DIR = "/tests"

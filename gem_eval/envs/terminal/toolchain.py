@@ -1,0 +1,402 @@
+"""``Toolchain``: what a terminal task's test run relies on, found in the pristine container.
+
+Before the agent's first command, :func:`probe` asks the container which files the test
+run will use: the commands the test scripts and the grader run (as resolved on
+``PATH``, with every ``PATH`` directory that could gain one first, every symlink on the
+way, a script's interpreter, the shared libraries they load), every Python on
+``PATH`` (its interpreter, standard library, ``site-packages``, and what would change
+its ``sys.path``: ``pyvenv.cfg``, ``._pth``, landmark directories), files the scripts
+``source``, the shell start-up files, pytest's configuration above ``/tests`` and
+``/etc/ld.so.preload``. It lists every path under them, and it records the image's
+GNU ``find`` (with its loader and libraries, by hash) for the audit to run later.
+
+Nothing stays in the container; the result is kept host-side, once per image and task
+(a container's files are its image's until the agent acts).
+"""
+
+from __future__ import annotations
+
+import posixpath
+import re
+import shlex
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+
+from gem_eval.envs.terminal.layout import TerminalTask
+from gem_eval.sandbox.base import Sandbox
+
+GRADER_TOOLS = ("sh", "bash", "timeout", "mv", "rm", "mkdir", "python3", "python")
+"""Commands the grader's own steps and the verifier's launch use, always audited."""
+STARTUP_FILES = (
+    "/etc/profile",
+    "/etc/profile.d",
+    "/etc/bash.bashrc",
+    "/etc/bash.bash_logout",
+    "/etc/environment",
+    "/etc/security/pam_env.conf",
+    "/root/.profile",
+    "/root/.bash_profile",
+    "/root/.bash_login",
+    "/root/.bashrc",
+    "/root/.bash_logout",
+    "/etc/ld.so.preload",
+    # pytest reads these above /tests when it is not confined to /tests
+    "/conftest.py",
+    "/pytest.ini",
+    "/.pytest.ini",
+    "/pyproject.toml",
+    "/setup.cfg",
+    "/tox.ini",
+    "/setup.py",
+    # a test script that installs its tools reads their configuration
+    "/etc/pip.conf",
+    "/etc/xdg/pip",
+    "/root/.pip",
+    "/root/.config/pip",
+    "/etc/uv",
+    "/root/.config/uv",
+)
+LISTING_FORMAT = r"%y %C@ %p\0%l\0"
+"""``find -printf``: type, change time (ctime, which no process can set back), path,
+link target; NUL-separated, so no file name can forge a line."""
+# Words before a command that are not the command (`exec python3 ...`, `if pytest ...`).
+_KEYWORDS = frozenset(
+    {"if", "then", "else", "elif", "fi", "for", "while", "until", "do", "done", "case"}
+    | {"esac", "in", "function", "select", "time", "!", "{", "}", "[[", "]]", "exec"}
+    | {"command", "builtin", "nohup", "sudo", "env", "xargs"}
+)
+_ASSIGNMENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*=")
+_NAME = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.+-]*$")
+_SOURCED = re.compile(r"(?:^|[;&|(]|\s)(?:source|\.)\s+([^\s;&|)]+)")
+_PROBE_OUT = "/tmp/.gem-eval-probe"
+_LISTING_OUT = "/tmp/.gem-eval-listing"
+_CACHE: dict[tuple[str, str], Toolchain] = {}
+
+# Runs in the pristine container, as root: prints `<kind> <value>` lines (see `parse`).
+_PROBE = r"""
+exec > "$OUT"
+say() { printf '%s %s\n' "$1" "$2"; }
+printf '@environ\n'; tr '\000' '\n' < /proc/$$/environ; printf '\n@end\n'
+seen=" "
+hops() {  # a path, every symlink on the way to its target, and the target
+  local p n t
+  p=$1; n=0
+  while [ -L "$p" ] && [ $n -lt 40 ]; do
+    say sealed "$p"; t=$(readlink "$p")
+    case $t in /*) p=$t ;; *) p=$(dirname "$p")/$t ;; esac
+    n=$((n + 1))
+  done
+  say sealed "$p"
+  t=$(readlink -f "$1" 2>/dev/null) && say sealed "$t"
+}
+libraries() {  # `<soname> <path>` of each library an executable loads, and its loader
+  command -v ldd >/dev/null 2>&1 || return 0
+  ldd "$1" 2>/dev/null | while read -r a b c d; do
+    case $a in /*) printf 'loader %s\n' "$(readlink -f "$a")" ;; esac
+    case $c in /*) printf '%s %s\n' "$a" "$(readlink -f "$c")" ;; esac
+  done
+}
+examine() {  # an executable: its links, its interpreter if a script, its libraries
+  local real interp lib name
+  case $seen in *" $1 "*) return 0 ;; esac
+  seen="$seen$1 "
+  hops "$1"
+  real=$(readlink -f "$1" 2>/dev/null) || real=$1
+  case ${real##*/} in python*) pythons="$pythons $real" ;; esac
+  if [ "$(head -c 2 "$real" 2>/dev/null)" = "#!" ]; then
+    set -- $(head -n 1 "$real" | cut -c 3-)
+    interp=${1:-}
+    if [ "${interp##*/}" = env ] && [ -n "${2:-}" ]; then
+      interp=$(command -v "$2" 2>/dev/null) || interp=""
+    fi
+    case $interp in /*) examine "$interp" ;; esac
+  fi
+  libraries "$real" | while read -r name lib; do hops "$lib"; done
+}
+resolve() {  # a command name: where it would appear on PATH, and where it is
+  local d r found ifs
+  ifs=$IFS; IFS=:
+  for d in $PATH; do
+    [ -n "$d" ] || continue
+    say sealed "$d/$1"
+    r=$(readlink -f "$d" 2>/dev/null) && say sealed "$r/$1"
+  done
+  IFS=$ifs
+  found=$(command -v "$1" 2>/dev/null) || return 0
+  case $found in /*) ;; *) return 0 ;; esac
+  say tool "$1=$found"
+  examine "$found"
+}
+pythons=""
+for name in $NAMES; do resolve "$name"; done
+for p in $PROGRAMS; do [ -f "$p" ] && [ -x "$p" ] && examine "$p"; done
+for p in $FILES; do hops "$p"; done
+uv_cache=${UV_CACHE_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/uv}
+uv_python=${UV_PYTHON_INSTALL_DIR:-${XDG_DATA_HOME:-$HOME/.local/share}/uv/python}
+[ -e "$uv_cache" ] && say cache "UV_CACHE_DIR=$uv_cache" && say sealed "$uv_cache"
+[ -e "$uv_python" ] && say cache "UV_PYTHON_INSTALL_DIR=$uv_python" && say sealed "$uv_python"
+# The audit's own tools: GNU find (for -fprintf) and timeout, with what they load.
+finder=$(command -v find 2>/dev/null) && finder=$(readlink -f "$finder")
+stopper=$(command -v timeout 2>/dev/null) && stopper=$(readlink -f "$stopper")
+if [ -n "$finder" ] && [ -n "$stopper" ] && command -v sha256sum >/dev/null 2>&1 \
+   && command -v ldd >/dev/null 2>&1 && find / -maxdepth 0 -fprintf /dev/null '' 2>/dev/null
+then
+  { printf 'program find %s\nprogram timeout %s\n' "$finder" "$stopper"
+    libraries "$finder"; libraries "$stopper"; } | sort -u | while read -r kind path; do
+    [ "$kind" = program ] && set -- $path && kind=$1 && path=$2
+    say checker "$kind $(sha256sum "$path" | cut -d' ' -f1) $path"
+  done
+fi
+[ -e /etc/ld.so.preload ] && say preload "$(sha256sum /etc/ld.so.preload | cut -d' ' -f1)"
+for py in $pythons; do "$py" -I -B - 2>/dev/null <<'PY'
+import os, site, sys
+
+def say(kind, path):
+    if path:
+        print(kind, os.path.normpath(path))
+
+version = "%d%d" % sys.version_info[:2]
+for exe in (sys.executable, os.path.realpath(sys.executable)):
+    here = os.path.dirname(exe)
+    say("sealed", exe)
+    # what would make this interpreter find another prefix, stdlib or path list
+    for name in ("pyvenv.cfg", "pybuilddir.txt", "Modules", "Lib", "lib", "lib64",
+                 os.path.basename(exe) + "._pth", "python" + version + "._pth"):
+        say("sealed", os.path.join(here, name))
+    say("sealed", os.path.join(os.path.dirname(here), "pyvenv.cfg"))
+sites = set(getattr(site, "getsitepackages", lambda: [])())
+sites.update(p for p in sys.path if p.rstrip("/").endswith(("site-packages", "dist-packages")))
+trees = [p for p in sys.path if p] + sorted(sites)
+for p in sorted(sites):
+    say("site", p)
+for p in sys.path:
+    if p and p not in sites:
+        say("sealed", p)
+inside = lambda q: any(q == t or q.startswith(t.rstrip("/") + "/") for t in trees)
+modules = set()
+for tree in trees:
+    if not os.path.isdir(tree):
+        continue
+    for name in os.listdir(tree):
+        module = name.split(".")[0] if name.endswith((".py", ".so", ".pyc", ".pyd")) else name
+        if module.isidentifier():
+            modules.add(module)
+    for base, dirs, files in os.walk(tree):
+        if "__pycache__" in dirs:
+            dirs.remove("__pycache__")
+        for name in dirs + files:
+            path = os.path.join(base, name)
+            if os.path.islink(path) and not inside(os.path.realpath(path)):
+                say("sealed", os.path.realpath(path))
+for module in sorted(modules):
+    print("module", module)
+PY
+done
+true
+"""
+
+
+@dataclass
+class Checker:
+    """The image's GNU ``find`` and ``timeout``, as the audit runs them: copies of
+    these files, each checked against its hash, started through the copied loader.
+
+    Attributes:
+        find: The path of ``find``; ``timeout`` likewise.
+        loader: The dynamic loader they name (``None``: static programs).
+        libraries: Library name -> path (``libc.so.6`` -> ``/lib/x86_64-linux-gnu/...``).
+        sha256: Path -> content hash, for each of the files above.
+        preload: The hash of ``/etc/ld.so.preload`` (``None``: the image has none).
+    """
+
+    find: str
+    timeout: str
+    loader: str | None = None
+    libraries: dict[str, str] = field(default_factory=dict)
+    sha256: dict[str, str] = field(default_factory=dict)
+    preload: str | None = None
+
+
+@dataclass
+class Toolchain:
+    """What :func:`probe` found in the pristine container.
+
+    Attributes:
+        environ: The container's own environment (the verifier's starts from it).
+        sealed: Paths under which any change voids the grade.
+        sites: Site directories (new packages allowed, see :mod:`.audit`).
+        modules: Top-level module names importable before the agent began.
+        tools: Where each command name resolved (``bash`` -> ``/usr/bin/bash``).
+        caches: Tool caches the image ships (``UV_CACHE_DIR`` -> path); others are
+            fresh for the verifier, so none of the agent's entries can be reused.
+        listing: Every path under ``sealed`` and ``sites`` (no byte-code caches).
+        checker: The audit's ``find`` (``None``: the image has no GNU ``find``).
+    """
+
+    environ: dict[str, str] = field(default_factory=dict)
+    sealed: set[str] = field(default_factory=set)
+    sites: set[str] = field(default_factory=set)
+    modules: set[str] = field(default_factory=set)
+    tools: dict[str, str] = field(default_factory=dict)
+    caches: dict[str, str] = field(default_factory=dict)
+    listing: set[str] = field(default_factory=set)
+    checker: Checker | None = None
+
+    @property
+    def roots(self) -> list[str]:
+        return sorted(self.sealed | self.sites)
+
+
+def script_words(texts: Iterable[str]) -> tuple[set[str], set[str], set[str]]:
+    """What shell scripts run: command names, absolute programs, and sourced files.
+
+    A rough reading (no full shell grammar): the first word of each simple command,
+    after assignments and wrappers such as ``exec`` or ``env``; the file after
+    ``source`` or ``.`` (``$HOME`` and ``~`` are ``/root``).
+    """
+    names: set[str] = set()
+    programs: set[str] = set()
+    sourced: set[str] = set()
+    for text in texts:
+        for line in text.splitlines():
+            line = line.split(" #", 1)[0] if not line.lstrip().startswith("#") else ""
+            for match in _SOURCED.finditer(line):
+                path = re.sub(r"^(\$\{?HOME\}?|~)(?=/)", "/root", match.group(1).strip("'\""))
+                if path.startswith("/") and not path.startswith("/tests/"):
+                    sourced.add(posixpath.normpath(path))
+            for part in re.split(r"[;&|()`]|\$\(|\bthen\b|\bdo\b|\belse\b", line):
+                try:
+                    words = shlex.split(part)
+                except ValueError:
+                    words = part.split()
+                while words and (
+                    words[0] in _KEYWORDS
+                    or _ASSIGNMENT.match(words[0])
+                    or words[0].startswith("-")  # `env -i X=1 cmd`
+                ):
+                    words = words[1:]
+                if not words or words[0] in ("source", "."):  # read above
+                    continue
+                word = words[0]
+                if word.startswith("/") and not word.startswith("/tests/"):
+                    programs.add(posixpath.normpath(word))
+                elif _NAME.match(word):
+                    names.add(word)
+    return names, programs, sourced
+
+
+def _scripts(task: TerminalTask) -> list[str]:
+    """The text of the task's test script and every shell script beside its tests."""
+    paths = [task.path / "run-tests.sh"] if task.layout == "tb1" else []
+    if task.tests is not None and task.tests.is_dir():
+        paths += sorted(task.tests.rglob("*.sh"))
+    return [p.read_text(errors="replace") for p in paths if p.is_file()]
+
+
+def probe_script(task: TerminalTask) -> str:
+    """The probe for ``task`` (its scripts' commands, programs and sourced files)."""
+    names, programs, sourced = script_words(_scripts(task))
+    workdir = task.workdir.rstrip("/") + "/"
+    # The agent's own programs (in its work directory) are what the tests examine.
+    programs = {p for p in programs if not p.startswith(workdir)}
+    quoted = {
+        "NAMES": " ".join(sorted(set(GRADER_TOOLS) | names)),
+        "PROGRAMS": " ".join(sorted(programs)),
+        "FILES": " ".join(sorted(set(STARTUP_FILES) | sourced)),
+        "OUT": _PROBE_OUT,
+    }
+    assign = "".join(f"{k}={shlex.quote(v)}\n" for k, v in quoted.items())
+    return assign + _PROBE
+
+
+def parse(output: str) -> Toolchain:
+    """Read the probe's output (the listing is read apart, see :func:`parse_listing`)."""
+    found = Toolchain()
+    checker: dict[str, tuple[str, str]] = {}
+    libraries: dict[str, str] = {}
+    preload: str | None = None
+    lines = iter(output.splitlines())
+    for line in lines:
+        if line == "@environ":
+            key = ""
+            for entry in lines:
+                if entry == "@end":
+                    break
+                name, eq, value = entry.partition("=")
+                if eq and re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", name):
+                    key = name
+                    found.environ[key] = value
+                elif key and entry:  # a value that held a newline
+                    found.environ[key] += "\n" + entry
+            continue
+        kind, _, rest = line.partition(" ")
+        if kind in ("sealed", "site") and rest.startswith("/"):
+            (found.sealed if kind == "sealed" else found.sites).add(posixpath.normpath(rest))
+        elif kind == "module":
+            found.modules.add(rest)
+        elif kind == "tool":
+            name, _, path = rest.partition("=")
+            found.tools.setdefault(name, path)
+        elif kind == "cache":
+            name, _, path = rest.partition("=")
+            found.caches[name] = path
+        elif kind == "checker":
+            role, digest, path = [*rest.split(" ", 2), "", ""][:3]
+            if role in ("find", "timeout", "loader"):
+                checker[role] = (path, digest)
+            elif role:
+                libraries[role] = path
+                checker[f"lib:{role}"] = (path, digest)
+        elif kind == "preload":
+            preload = rest
+    found.sealed -= found.sites
+    if "find" in checker and "timeout" in checker:
+        found.checker = Checker(
+            find=checker["find"][0],
+            timeout=checker["timeout"][0],
+            loader=checker["loader"][0] if "loader" in checker else None,
+            libraries=libraries,
+            sha256={path: digest for path, digest in checker.values()},
+            preload=preload,
+        )
+    return found
+
+
+def listing_command(find: list[str], roots: Iterable[str], out: str) -> list[str]:
+    """``find`` (its argv prefix) listing every path under ``roots`` into ``out``."""
+    prune = ["(", "-name", "__pycache__", "-prune", ")", "-o"]
+    return [*find, *roots, *prune, "-fprintf", out, LISTING_FORMAT]
+
+
+def parse_listing(data: bytes) -> dict[str, tuple[str, float, str]]:
+    """``path -> (type, ctime, link target)`` from a listing :data:`LISTING_FORMAT` made."""
+    fields = data.split(b"\0")
+    found: dict[str, tuple[str, float, str]] = {}
+    for head, link in zip(fields[0::2], fields[1::2], strict=False):
+        kind, ctime, path = head.decode(errors="surrogateescape").split(" ", 2)
+        found[posixpath.normpath(path)] = (kind, float(ctime), link.decode(errors="replace"))
+    return found
+
+
+async def probe(sandbox: Sandbox, task: TerminalTask) -> Toolchain:
+    """Find the verifier's toolchain in the pristine container (see the module
+    docstring). Kept for the next container of the same image and task."""
+    script = probe_script(task)
+    key = (str(getattr(sandbox, "image", "")), script)
+    if key[0] and key in _CACHE:
+        return _CACHE[key]
+    # Both outputs can be long: to files, read whole (not through a capped stream).
+    try:
+        await sandbox.run_root(script, "probing the verifier's toolchain", 120)
+        found = parse((await sandbox.read_file(_PROBE_OUT)).decode(errors="replace"))
+        if found.checker is not None:
+            command = listing_command(["find"], found.roots, _LISTING_OUT)
+            await sandbox.run_root(
+                f"{shlex.join(command)} 2>/dev/null; true", "listing the toolchain", 120
+            )
+            found.listing = set(parse_listing(await sandbox.read_file(_LISTING_OUT)))
+    finally:
+        await sandbox.run_root(f"rm -f {_PROBE_OUT} {_LISTING_OUT}", "removing the probe's files")
+    if key[0]:
+        _CACHE[key] = found
+    return found
