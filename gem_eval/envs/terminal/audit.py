@@ -282,8 +282,11 @@ async def _change_list(sandbox: Sandbox) -> list[dict[str, Any]]:
     return list(await docker_client.call("listing the container's changes", container.diff))
 
 
-async def check(sandbox: Sandbox, base: Baseline, exclude: Iterable[str] = ()) -> str:
-    """Audit the container after the agent's processes were stopped; how it was
+async def check(
+    sandbox: Sandbox, base: Baseline, exclude: Iterable[str] = (), stopped: bool = True
+) -> str:
+    """Audit the container after the agent's processes were stopped (``stopped=False``:
+    a task that keeps them, whose processes are then not looked for); how it was
     checked (``"ctime"``, or ``"change list"`` for an image without GNU ``find``).
 
     Raises:
@@ -291,7 +294,7 @@ async def check(sandbox: Sandbox, base: Baseline, exclude: Iterable[str] = ()) -
             process of the agent's outlived the kill.
         SandboxError: The sandbox is not a Docker container, or the listing failed.
     """
-    survivors = await _survivors(sandbox, base)
+    survivors = await _survivors(sandbox, base) if stopped else []
     if survivors:
         raise TamperError([f"a process outlived the kill: {cmd}" for cmd in survivors])
     toolchain = base.toolchain

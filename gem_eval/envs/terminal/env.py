@@ -136,7 +136,9 @@ class TerminalEnv(HostedEnv):
             if base is None:
                 raise RuntimeError("the verifier's toolchain was not recorded (asetup)")
             if self.task.audit:
-                how = await audit.check(sandbox, base, self.task.audit_exclude)
+                how = await audit.check(
+                    sandbox, base, self.task.audit_exclude, stopped=self.stop_agent_processes
+                )
                 audited = f"passed ({how})"
             launch = verifier.plan(self.task, base.toolchain)
         reward, info = await grader.run_tests(sandbox, self.task, launch)
