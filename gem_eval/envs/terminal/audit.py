@@ -7,10 +7,10 @@ it, kept host-side). Before grading, once the agent's processes are gone, :func:
 
 1. asks Docker (from outside the container) which processes run: one the kill missed
    (the agent replaced the shell that kills them) voids the grade;
-2. reads the image's GNU ``find``, ``timeout``, their loader and libraries through
-   Docker, checks each against its hash, and writes the copies to a fresh directory
-   of a random name, with ``/etc/ld.so.preload`` checked unchanged: the listing runs
-   through the copied loader, so nothing the agent wrote is executed;
+2. writes the image's GNU ``find`` and ``timeout``, their loader and libraries, as
+   read through Docker from the pristine container, to a fresh directory of a random
+   name (through Docker too), with ``/etc/ld.so.preload`` checked unchanged: the
+   listing runs through the copied loader, so nothing the agent wrote is executed;
 3. lists every path under the toolchain with its change time (ctime). The kernel sets
    a file's ctime on every write, rename, link or mode change, and no process can set
    it back (that takes the clock: ``CAP_SYS_TIME``, which containers lack): an edit
@@ -48,6 +48,8 @@ from gem_eval.errors import SandboxError, TamperError
 from gem_eval.sandbox.base import Sandbox
 
 LISTING_TIMEOUT_S = 120
+WORK_PREFIX = "/tmp/gem-eval-audit-"
+"""The audit's fresh directory (a random name follows)."""
 _HOOKS = frozenset({"sitecustomize", "usercustomize"})
 _KINDS = {0: "changed", 1: "added", 2: "removed"}
 # Variables the loader or libc would act on, cleared for the audit's own programs.
@@ -193,40 +195,19 @@ async def _survivors(sandbox: Sandbox, base: Baseline) -> list[str]:
     return found
 
 
-async def _checker_files(sandbox: Sandbox, toolchain: Toolchain) -> dict[str, bytes]:
-    """The audit's programs as the image had them: name in the fresh directory ->
-    bytes, each read through Docker and checked against its hash.
+async def _preload_unchanged(sandbox: Sandbox, toolchain: Toolchain) -> None:
+    """``/etc/ld.so.preload`` is as the image had it (the loader reads it, even ours).
 
     Raises:
-        TamperError: One of them (or ``/etc/ld.so.preload``) changed.
+        TamperError: It changed.
     """
-    checker = toolchain.checker
-    assert checker is not None
-    wanted = {"find": checker.find, "timeout": checker.timeout, **checker.libraries}
-    if checker.loader is not None:
-        wanted["ld.so"] = checker.loader
-    files: dict[str, bytes] = {}
-    changed: list[str] = []
-    for name, path in wanted.items():
-        try:
-            data = await sandbox.read_file(path)
-        except (FileNotFoundError, IsADirectoryError):
-            changed.append(f"removed {path}")
-            continue
-        if hashlib.sha256(data).hexdigest() != checker.sha256.get(path):
-            changed.append(f"changed {path}")
-        files[name] = data
+    assert toolchain.checker is not None
     try:
-        preload: str | None = hashlib.sha256(
-            await sandbox.read_file("/etc/ld.so.preload")
-        ).hexdigest()
+        data: bytes | None = await sandbox.read_file("/etc/ld.so.preload")
     except (FileNotFoundError, IsADirectoryError):
-        preload = None
-    if preload != checker.preload:
-        changed.append("changed /etc/ld.so.preload")
-    if changed:
-        raise TamperError(sorted(changed))
-    return files
+        data = None
+    if (None if data is None else hashlib.sha256(data).hexdigest()) != toolchain.checker.preload:
+        raise TamperError(["changed /etc/ld.so.preload"])
 
 
 async def _listing(sandbox: Sandbox, toolchain: Toolchain) -> dict[str, tuple[str, float, str]]:
@@ -237,8 +218,10 @@ async def _listing(sandbox: Sandbox, toolchain: Toolchain) -> dict[str, tuple[st
     container = _container(sandbox)
     if container is None:
         raise SandboxError("the integrity audit needs a Docker container")
-    files = await _checker_files(sandbox, toolchain)
-    work = f"/tmp/gem-eval-audit-{uuid.uuid4().hex}"
+    assert toolchain.checker is not None
+    await _preload_unchanged(sandbox, toolchain)
+    files = toolchain.checker.files
+    work = f"{WORK_PREFIX}{uuid.uuid4().hex}"
     archive = io.BytesIO()
     with tarfile.open(fileobj=archive, mode="w") as tar:
         top = tarfile.TarInfo(work.lstrip("/").split("/", 1)[1])
@@ -266,10 +249,8 @@ async def _listing(sandbox: Sandbox, toolchain: Toolchain) -> dict[str, tuple[st
     result = await sandbox.exec(argv, timeout=None, user="root", cwd="/", env=_CLEAN)
     if result.exit_code not in (0, 1):  # 1: some roots do not exist
         raise SandboxError(f"the audit's listing failed: {(result.stderr or '').strip()[-300:]}")
-    try:
-        return probing.parse_listing(await sandbox.read_file(out))
-    finally:
-        await sandbox.run_root(f"rm -rf {work}", "removing the audit's programs")
+    # The grader removes the directory with its other leftovers (see grader.run_tests).
+    return probing.parse_listing(await sandbox.read_file(out))
 
 
 async def _change_list(sandbox: Sandbox) -> list[dict[str, Any]]:

@@ -19,6 +19,7 @@ import shlex
 from typing import Any
 
 from gem_eval.envs.terminal import verifier
+from gem_eval.envs.terminal.audit import WORK_PREFIX
 from gem_eval.envs.terminal.layout import TerminalTask
 from gem_eval.envs.terminal.results import parse_pytest, parse_reward, pytest_reward
 from gem_eval.sandbox.base import Sandbox
@@ -67,7 +68,7 @@ async def run_tests(
     # agent's processes are kept) cannot make the removal fail.
     fresh = (
         f"for d in {TESTS_DIR} {VERIFIER_DIR}; do mv $d $d.old-$$ 2>/dev/null; done; "
-        f"rm -rf {TESTS_DIR}.old-* {VERIFIER_DIR}.old-* {TB1_LOG} 2>/dev/null; "
+        f"rm -rf {TESTS_DIR}.old-* {VERIFIER_DIR}.old-* {TB1_LOG} {WORK_PREFIX}* 2>/dev/null; "
         f"mkdir -p {VERIFIER_DIR} /logs/agent"
     )
     await sandbox.run_root(fresh, "preparing the test run")

@@ -16,6 +16,7 @@ Nothing stays in the container; the result is kept host-side, once per image and
 
 from __future__ import annotations
 
+import hashlib
 import posixpath
 import re
 import shlex
@@ -23,6 +24,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from gem_eval.envs.terminal.layout import TerminalTask
+from gem_eval.errors import SandboxError
 from gem_eval.sandbox.base import Sandbox
 
 GRADER_TOOLS = ("sh", "bash", "timeout", "mv", "rm", "mkdir", "python3", "python")
@@ -198,8 +200,9 @@ true
 
 @dataclass
 class Checker:
-    """The image's GNU ``find`` and ``timeout``, as the audit runs them: copies of
-    these files, each checked against its hash, started through the copied loader.
+    """The image's GNU ``find`` and ``timeout`` as the audit runs them: copies of the
+    bytes read (through Docker) from the pristine container, started through a copy of
+    their loader, whatever the agent later did to the originals.
 
     Attributes:
         find: The path of ``find``; ``timeout`` likewise.
@@ -207,6 +210,8 @@ class Checker:
         libraries: Library name -> path (``libc.so.6`` -> ``/lib/x86_64-linux-gnu/...``).
         sha256: Path -> content hash, for each of the files above.
         preload: The hash of ``/etc/ld.so.preload`` (``None``: the image has none).
+        files: Name in the audit's directory (``find``, ``ld.so``, ``libc.so.6``) ->
+            the bytes.
     """
 
     find: str
@@ -215,6 +220,19 @@ class Checker:
     libraries: dict[str, str] = field(default_factory=dict)
     sha256: dict[str, str] = field(default_factory=dict)
     preload: str | None = None
+    files: dict[str, bytes] = field(default_factory=dict, repr=False)
+
+    async def read(self, sandbox: Sandbox) -> None:
+        """Read the files from the pristine container (each checked against the hash
+        the probe printed)."""
+        wanted = {"find": self.find, "timeout": self.timeout, **self.libraries}
+        if self.loader is not None:
+            wanted["ld.so"] = self.loader
+        for name, path in wanted.items():
+            data = await sandbox.read_file(path)
+            if hashlib.sha256(data).hexdigest() != self.sha256.get(path):
+                raise SandboxError(f"reading {path} for the audit: its bytes changed as read")
+            self.files[name] = data
 
 
 @dataclass
@@ -395,6 +413,7 @@ async def probe(sandbox: Sandbox, task: TerminalTask) -> Toolchain:
                 f"{shlex.join(command)} 2>/dev/null; true", "listing the toolchain", 120
             )
             found.listing = set(parse_listing(await sandbox.read_file(_LISTING_OUT)))
+            await found.checker.read(sandbox)
     finally:
         await sandbox.run_root(f"rm -f {_PROBE_OUT} {_LISTING_OUT}", "removing the probe's files")
     if key[0]:
