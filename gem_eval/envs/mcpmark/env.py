@@ -100,8 +100,10 @@ class McpTaskEnv(HostedEnv):
     async def agrade(self) -> tuple[float, dict[str, Any]]:
         sandbox = await self.sandbox()
         await sandbox.write_file("/grader/verify.py", self.task.verify.read_bytes(), owner="root")
+        # -I: no PYTHON* variable, no user site, not the script's directory on sys.path
+        # (what the agent could shape, were it to reach them, is not read).
         result = await sandbox.exec(
-            ["python3", "/grader/verify.py"],
+            ["python3", "-I", "/grader/verify.py"],
             timeout=self.verify_timeout_s,
             user="root",
             cwd="/grader",
