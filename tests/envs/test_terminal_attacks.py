@@ -65,6 +65,7 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import dataclasses
 import shutil
 import uuid
 from dataclasses import dataclass
@@ -73,6 +74,7 @@ from typing import Any
 
 import pytest
 
+from gem_eval import make
 from gem_eval.models.base import ModelOutput
 from gem_eval.models.reference import reference_model
 from gem_eval.models.scripted import ScriptedModel, tool_call
@@ -356,3 +358,36 @@ def test_what_the_audit_lets_be(tmp_path: Path) -> None:
     # The same edit where the task did not exclude it.
     assert flagged.outcome == "tampered" and flagged.score == 0.0, describe(flagged)
     assert flagged.trajectory is not None and "/root/.bashrc" in str(flagged.trajectory.error)
+
+
+def test_the_audit_itself_in_a_container() -> None:
+    """What the traps above cannot isolate: a process the kill missed is tampering (one
+    started here stands for it), unless the task keeps the agent's processes; and an
+    image without GNU find is audited by Docker's change list."""
+    from gem_eval.envs.terminal import audit
+    from gem_eval.envs.terminal.layout import load_task
+    from gem_eval.errors import TamperError
+    from gem_eval.sandbox.factory import make_sandbox, resolve_image
+
+    env = make("terminal:Task-v0", path=str(TB2), image_map=IMAGE_MAP)
+    task = load_task(TB2)
+
+    async def main() -> None:
+        sandbox = make_sandbox(resolve_image(env.unwrapped.resources().sandbox))
+        await sandbox.start()
+        try:
+            base = await audit.baseline(sandbox, task, await audit.own_processes(sandbox))
+            assert await audit.check(sandbox, base) == "ctime"
+            await sandbox.exec("nohup setsid sleep 300 >/dev/null 2>&1 &", user="root")
+            with pytest.raises(TamperError, match="outlived the kill: sleep 300"):
+                await audit.check(sandbox, base)
+            assert await audit.check(sandbox, base, stopped=False) == "ctime"
+            await sandbox.exec("echo '# mine' > /conftest.py", user="root")
+            base.toolchain = dataclasses.replace(base.toolchain, checker=None)  # a copy
+            with pytest.raises(TamperError, match=r"added /conftest\.py"):
+                await audit.check(sandbox, base, stopped=False)
+        finally:
+            await sandbox.close()
+            env.close()
+
+    asyncio.run(main())

@@ -90,16 +90,22 @@ async def _host_pids(sandbox: Sandbox) -> dict[int, str] | None:
     return {int(row[pid]): str(row[cmd]) for row in top.get("Processes") or []}
 
 
-async def baseline(sandbox: Sandbox, task: TerminalTask) -> Baseline:
-    """Record the pristine container (see the module docstring)."""
+async def own_processes(sandbox: Sandbox) -> set[int] | None:
+    """Host PIDs of the sandbox's own processes (take them before anything else starts
+    in it: the agent's shell included)."""
+    pids = await _host_pids(sandbox)
+    return None if pids is None else set(pids)
+
+
+async def baseline(sandbox: Sandbox, task: TerminalTask, processes: set[int] | None) -> Baseline:
+    """Record the pristine container (see the module docstring); ``processes`` are
+    :func:`own_processes`."""
     clock = await sandbox.run_root("date +%s.%N 2>/dev/null || date +%s", "reading the clock")
     try:
         since = float(clock.split()[0])
     except (IndexError, ValueError):  # a date without %N prints it literally
         since = float(clock.split(".")[0])
-    found = await probing.probe(sandbox, task)
-    pids = await _host_pids(sandbox)
-    return Baseline(found, since, None if pids is None else set(pids))
+    return Baseline(await probing.probe(sandbox, task), since, processes)
 
 
 def _ancestry(path: str) -> list[str]:

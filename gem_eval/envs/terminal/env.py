@@ -106,9 +106,10 @@ class TerminalEnv(HostedEnv):
         self._own_pids = await grader.running_pids(sandbox)
         self._baseline = None
         if self.protect_verifier:
-            # The baseline runs while the tools open; reset waits for it, so it is
-            # done before the agent's first command.
-            self._probe = asyncio.ensure_future(audit.baseline(sandbox, self.task))
+            processes = await audit.own_processes(sandbox)  # before the agent's shell opens
+            # The rest runs while the tools open; reset waits for it, so it is done
+            # before the agent's first command.
+            self._probe = asyncio.ensure_future(audit.baseline(sandbox, self.task, processes))
             self._probe.add_done_callback(lambda t: t.cancelled() or t.exception())
 
     async def aready(self) -> None:
