@@ -74,6 +74,7 @@ _SOURCED = re.compile(r"(?:^|[;&|(]|\s)(?:source|\.)\s+([^\s;&|)]+)")
 _PROBE_OUT = "/tmp/.gem-eval-probe"
 _LISTING_OUT = "/tmp/.gem-eval-listing"
 _CACHE: dict[tuple[str, str], Toolchain] = {}
+_BLOBS: dict[str, bytes] = {}  # sha256 -> bytes of the audit's programs
 
 _PROBE = Path(__file__).with_name("probe.sh")
 """The probe (a POSIX shell script with a Python part), run in the pristine container."""
@@ -91,8 +92,6 @@ class Checker:
         libraries: Library name -> path (``libc.so.6`` -> ``/lib/x86_64-linux-gnu/...``).
         sha256: Path -> content hash, for each of the files above.
         preload: The hash of ``/etc/ld.so.preload`` (``None``: the image has none).
-        files: Name in the audit's directory (``find``, ``ld.so``, ``libc.so.6``) ->
-            the bytes.
     """
 
     find: str
@@ -101,19 +100,29 @@ class Checker:
     libraries: dict[str, str] = field(default_factory=dict)
     sha256: dict[str, str] = field(default_factory=dict)
     preload: str | None = None
-    files: dict[str, bytes] = field(default_factory=dict, repr=False)
 
-    async def read(self, sandbox: Sandbox) -> None:
-        """Read the files from the pristine container (each checked against the hash
-        the probe printed)."""
+    def _wanted(self) -> dict[str, str]:
         wanted = {"find": self.find, "timeout": self.timeout, **self.libraries}
         if self.loader is not None:
             wanted["ld.so"] = self.loader
-        for name, path in wanted.items():
-            data = await sandbox.read_file(path)
-            if hashlib.sha256(data).hexdigest() != self.sha256.get(path):
-                raise SandboxError(f"reading {path} for the audit: its bytes changed as read")
-            self.files[name] = data
+        return wanted
+
+    async def read(self, sandbox: Sandbox) -> None:
+        """Read the files from the pristine container, each checked against the hash
+        the probe printed (kept once per content: images share their base's)."""
+        for path in self._wanted().values():
+            digest = self.sha256.get(path, "")
+            if digest not in _BLOBS:
+                data = await sandbox.read_file(path)
+                if hashlib.sha256(data).hexdigest() != digest:
+                    raise SandboxError(f"reading {path} for the audit: its bytes changed")
+                _BLOBS[digest] = data
+
+    @property
+    def files(self) -> dict[str, bytes]:
+        """Name in the audit's directory (``find``, ``ld.so``, ``libc.so.6``) -> bytes
+        (after :meth:`read`)."""
+        return {name: _BLOBS[self.sha256[path]] for name, path in self._wanted().items()}
 
 
 @dataclass
