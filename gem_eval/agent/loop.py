@@ -16,7 +16,7 @@ from gem_eval.agent.limits import Limits
 from gem_eval.agent.redact import Redactor
 from gem_eval.agent.trajectory import Step, ToolEvent, Trajectory
 from gem_eval.core import Env
-from gem_eval.errors import SandboxError
+from gem_eval.errors import SandboxError, TamperError
 from gem_eval.models.base import GenerateConfig, Message, Model, ModelOutput
 from gem_eval.sandbox.base import Sandbox
 from gem_eval.tools.base import Tool
@@ -250,6 +250,9 @@ class _Episode:
             outcome = "sandbox_lost"
         self.traj.outcome = outcome  # type: ignore[assignment]
         self.traj.error = describe(exc)
+        if isinstance(exc, TamperError) and self.traj.steps:  # what the audit found
+            step = self.traj.steps[-1]
+            step.info = {**step.info, "tampered_paths": exc.paths}
         if outcome == "harness_error":
             self.traj.traceback = formatted_traceback(exc)
 

@@ -309,6 +309,7 @@ def test_a_trap_earns_nothing(trap: Trap, tmp_path: Path) -> None:
     if trap.outcome == "tampered":
         assert protected.trajectory is not None and protected.trajectory.error is not None
         assert "toolchain was changed" in protected.trajectory.error
+        assert protected.trajectory.steps[-1].info["tampered_paths"]  # named in the step
     else:
         assert protected.trajectory is not None and protected.trajectory.steps
         assert protected.trajectory.steps[-1].info["audit"] == "passed (ctime)"
