@@ -113,15 +113,15 @@ def test_an_outside_task_directory_runs_with_the_image_map_flag(
         "--image-map", f"ghcr.io/laude-institute/*={BASE}", env=env,
     )  # fmt: skip
     assert sorted(r["task_id"] for r in recs) == [
-        "terminal/tb1-sum-numbers",
-        "terminal/tb2-count-words",
+        f"terminal/{task.name}" for task in sorted(FIXTURES.iterdir()) if task.is_dir()
     ]
     assert all(r["score"] == 1.0 for r in recs)
 
 
 def test_tasks_check_passes_healthy_tasks_and_names_a_broken_one(tmp_path: Path) -> None:
     tasks = tmp_path / "tasks"
-    shutil.copytree(FIXTURES, tasks)
+    for name in ("tb1-sum-numbers", "tb2-count-words"):  # one task of each layout
+        shutil.copytree(FIXTURES / name, tasks / name)
     suite = tmp_path / "suite.yaml"
     suite.write_text(
         "name: fixtures\ntasks:\n  - id: t\n    env: terminal:Task-v0\n"

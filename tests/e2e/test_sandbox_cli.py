@@ -95,7 +95,9 @@ def test_python_tool_runs_in_containers_and_nothing_is_left(
     assert all(e["output"] == "1" for e in events)
     manifest = json.loads((run / "manifest.json").read_text())
     sandbox = next(iter(manifest["resources"]["sandboxes"].values()))
-    assert sandbox == {"kind": "docker", "image": "gem-eval/base:bookworm"}
+    assert sandbox["kind"] == "docker" and sandbox["image"] == "gem-eval/base:bookworm"
+    assert sandbox["init"] == "gem-eval-init"  # the unkillable PID 1 the sandbox ran under
+    assert sandbox["disk"] in {"per-file", "quota"}  # how its disk was bounded
     left = subprocess.run(
         ["docker", "ps", "-aq", "--filter", f"label=gem-eval.run={manifest['run_id']}"],
         capture_output=True,

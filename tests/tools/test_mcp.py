@@ -397,7 +397,11 @@ class SubprocessSandbox(Sandbox):
 
     def __init__(self) -> None:
         self.dead = False
+        self.engine_up = True
         self.processes: list[PipeSandboxProcess] = []
+
+    async def engine_alive(self) -> bool:
+        return self.engine_up
 
     async def start(self) -> None:
         pass
@@ -471,9 +475,20 @@ def test_a_server_in_the_sandbox_talks_through_the_bridge() -> None:
     asyncio.run(scenario())
 
 
-def test_a_dead_sandbox_is_an_infrastructure_failure() -> None:
+@pytest.mark.parametrize(
+    ("engine_up", "outcome"),
+    [(False, "infra_error"), (True, "sandbox_lost")],
+    ids=["engine-gone", "engine-answers"],
+)
+def test_a_sandbox_dying_mid_episode_is_charged_by_whether_its_engine_answers(
+    engine_up: bool, outcome: str
+) -> None:
+    """The engine gone: infrastructure (replayed). The engine answering: the sandbox's
+    own loss after the agent acted (scored 0, never replayed)."""
+
     async def scenario() -> None:
         sandbox = SubprocessSandbox()
+        sandbox.engine_up = engine_up
         kit = MCPKit(servers=[stdio("box", in_sandbox=True)])
         tools = await kit.open(sandbox)
         model = ScriptedModel(
@@ -496,7 +511,7 @@ def test_a_dead_sandbox_is_an_infrastructure_failure() -> None:
         traj = await run_episode(FakeEnv(length=1), model, tools, sandbox=sandbox, on_step=on_step)
         await kit.release(tools)
         assert traj.steps[0].tool_events[0].output == "3"
-        assert traj.outcome == "infra_error" and "the sandbox died" in (traj.error or "")
+        assert traj.outcome == outcome and "the sandbox died" in (traj.error or "")
 
     asyncio.run(scenario())
 
