@@ -65,6 +65,11 @@ class Tool(ABC):
     async def aclose(self) -> None:  # noqa: B027 - optional hook
         """Release what the tool holds for its episode (processes, connections)."""
 
+    def attachments(self) -> dict[str, str]:
+        """Files this tool made for its episode (name -> text, e.g. a session's
+        recording), kept with the episode's record; read before :meth:`aclose`."""
+        return {}
+
     def schema(self) -> dict[str, Any]:
         """The OpenAI function-tool schema."""
         return {
