@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import BaseModel, Field, model_validator
+from pydantic import BaseModel, Field, PrivateAttr, model_validator
 
 from gem_eval.agent.trajectory import Trajectory
 from gem_eval.outcomes import Outcome, is_scored
@@ -194,7 +194,21 @@ class EpisodeRecord(BaseModel):
     """A capped outcome on the last attempt: ``--resume`` will not play it again."""
     started_at: float
     finished_at: float
+    attachments: list[str] = Field(default_factory=list)
+    """Files kept with the episode (a terminal session's asciinema cast), as paths
+    relative to the run's directory."""
     trajectory: Trajectory | None = None
+    _files: dict[str, str] = PrivateAttr(default_factory=dict)
+
+    def attach(self, files: dict[str, str]) -> None:
+        """Files (name -> text) to keep with the episode; the run's directory writes
+        them when it appends the record (see :mod:`gem_eval.store.run_dir`)."""
+        self._files.update(files)
+
+    def take_files(self) -> dict[str, str]:
+        """The files :meth:`attach` was given and not yet written; forgets them."""
+        files, self._files = self._files, {}
+        return files
 
     @property
     def scored(self) -> bool:

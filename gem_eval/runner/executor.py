@@ -127,11 +127,14 @@ class LocalExecutor(Executor):
                     sandbox=sandbox,
                     redactor=self.redactor,
                 )
+                files = _attachments(tools, self.redactor)
         except GemEvalError as exc:  # no sandbox or tool server: not the model's fault
             return failed_record(run_id, spec, started, exc, outcome="infra_error")
         finally:
             env.close()
-        return to_record(run_id, spec, trajectory, started)
+        record = to_record(run_id, spec, trajectory, started)
+        record.attach(files)
+        return record
 
     def check(self, tasks: list[TaskSpec]) -> None:
         self.provisioner.check(tasks)
@@ -157,3 +160,15 @@ async def _prepare(env: Any, sandbox: Sandbox) -> None:
         env.attach_sandbox(sandbox)
     if isinstance(env, HostedEnv):
         await env.asetup(sandbox)
+
+
+def _attachments(tools: list[Any], redactor: Redactor | None) -> dict[str, str]:
+    """The files the episode's tools made, read before they are released and redacted
+    like the transcript; a second file of one name gets its tool's name in front."""
+    files: dict[str, str] = {}
+    for tool in tools:
+        for name, text in tool.attachments().items():
+            files[f"{tool.name}-{name}" if name in files else name] = (
+                redactor(text) if redactor else text
+            )
+    return files

@@ -4,6 +4,8 @@
   (temporary file, fsync, rename) so that a reader never sees half a manifest.
 * ``episodes.jsonl`` -- one :class:`~gem_eval.records.EpisodeRecord` per line, appended as
   episodes finish and fsynced after each, so a crash loses at most the episodes in flight.
+* ``attachments/<episode>/<name>`` -- files an episode's tools made (a terminal session's
+  asciinema cast), written before its record, which lists them (``attachments``).
 
 A crash in the middle of an append leaves an unterminated last line. Readers skip it, and
 the next append cuts it off first, so the file stays valid JSONL. An append that fails (a full
@@ -16,6 +18,7 @@ resume): the last line wins.
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import os
 import threading
 from collections.abc import Collection, Iterable, Iterator
@@ -27,10 +30,11 @@ from pydantic import BaseModel, ValidationError
 from gem_eval.errors import GemEvalError, StoreWriteError, UserError, closest
 from gem_eval.outcomes import REPLAYED_OUTCOMES
 from gem_eval.records import EpisodeRecord, RunManifest
-from gem_eval.store.run_id import is_valid_run_id
+from gem_eval.store.run_id import is_valid_run_id, slug
 
 MANIFEST_FILE = "manifest.json"
 EPISODES_FILE = "episodes.jsonl"
+ATTACHMENTS_DIR = "attachments"
 LATEST = "latest"
 
 _CHUNK = 1 << 16
@@ -142,17 +146,7 @@ class RunDir:
         """
         if manifest.run_id != self.run_id:
             raise ValueError(f"manifest of run {manifest.run_id!r} written to {self.path}")
-        data = manifest.model_dump_json(indent=2).encode() + b"\n"
-        tmp = self.path / f".{MANIFEST_FILE}.{os.getpid()}.tmp"
-        try:
-            with open(tmp, "wb", buffering=0) as f:
-                _write_all(f.fileno(), data)
-                os.fsync(f.fileno())
-            os.replace(tmp, self.manifest_path)
-        except OSError as exc:
-            with contextlib.suppress(OSError):
-                tmp.unlink(missing_ok=True)  # a half-written copy would only take up room
-            raise StoreWriteError(self.manifest_path, exc) from exc
+        _replace_file(self.manifest_path, manifest.model_dump_json(indent=2).encode() + b"\n")
         _fsync_dir(self.path)
 
     def read_manifest(self) -> RunManifest:
@@ -187,6 +181,7 @@ class RunDir:
         for record in records:
             if record.run_id != self.run_id:
                 raise ValueError(f"record of run {record.run_id!r} appended to {self.path}")
+            self._keep_attachments(record)
             lines.append(record.model_dump_json().encode() + b"\n")
         with self._lock:
             try:
@@ -206,6 +201,24 @@ class RunDir:
             except OSError as exc:
                 raise StoreWriteError(self.episodes_path, exc) from exc
         return len(lines)
+
+    def _keep_attachments(self, record: EpisodeRecord) -> None:
+        """Write the files that came with ``record`` (a replay's replace the last
+        attempt's) and list them in it, before its line is appended."""
+        files = record.take_files()
+        if not files:
+            return
+        folder = Path(ATTACHMENTS_DIR) / episode_slug(record.key)
+        for name, text in files.items():
+            if Path(name).name != name or name.startswith("."):
+                raise ValueError(f"attachment name {name!r} is not a plain file name")
+            target = self.path / folder / name
+            try:
+                target.parent.mkdir(parents=True, exist_ok=True)
+            except OSError as exc:
+                raise StoreWriteError(target.parent, exc) from exc
+            _replace_file(target, text.encode())
+            record.attachments.append(str(folder / name))
 
     def records(self) -> Iterator[EpisodeRecord]:
         """Every complete record, in the order written (duplicates of a key included).
@@ -271,6 +284,31 @@ def list_run_ids(root: str | os.PathLike[str]) -> list[str]:
     if not root.is_dir():
         return []
     return sorted(p.name for p in root.iterdir() if (p / MANIFEST_FILE).is_file())
+
+
+def episode_slug(key: str) -> str:
+    """A file name for the episode ``key`` (unique: a slug plus a hash of the key)."""
+    digest = hashlib.sha256(key.encode()).hexdigest()[:10]
+    return f"{slug(key, max_len=80)}-{digest}"
+
+
+def _replace_file(path: Path, data: bytes) -> None:
+    """Write ``path`` atomically (temporary file, fsync, rename): a reader sees the old
+    content or the new, never part of it.
+
+    Raises:
+        StoreWriteError: It could not be written (an old file is intact).
+    """
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    try:
+        with open(tmp, "wb", buffering=0) as f:
+            _write_all(f.fileno(), data)
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except OSError as exc:
+        with contextlib.suppress(OSError):
+            tmp.unlink(missing_ok=True)  # a half-written copy would only take up room
+        raise StoreWriteError(path, exc) from exc
 
 
 def _cut_torn_tail(f: BinaryIO) -> None:

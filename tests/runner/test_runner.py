@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import asyncio
+import os
 import time
+from typing import Any
 
 import pytest
 
@@ -22,6 +24,8 @@ from gem_eval.runner import (
     Runner,
 )
 from gem_eval.runner.scoring import to_record
+from gem_eval.tools.base import Tool, ToolResult
+from gem_eval.tools.kit import KITS, SingleToolKit
 
 
 def specs(n: int, env_id: str = "game:GuessTheNumber-v0-easy") -> list[EpisodeSpec]:
@@ -270,3 +274,44 @@ def test_generation_settings_merge_extras_flat() -> None:
     )
     assert config.temperature == 0.7
     assert config.extra == {"top_k": 5, "min_p": 0.1}
+
+
+class _Recorder(Tool):
+    """A tool that made a file for its episode (as a terminal's recording)."""
+
+    name = "recorder"
+    description = "records"
+    def __init__(self) -> None:
+        self.parameters = {"type": "object", "properties": {}}
+
+    async def call(self, args: dict[str, Any], sandbox: Any = None) -> ToolResult:
+        return ToolResult(output="")
+
+    def attachments(self) -> dict[str, str]:
+        return {"session.cast": f"typed {os.environ['RECORDER_TEST_TOKEN']}\n"}
+
+
+class RecorderKit(SingleToolKit):
+    tool_class = _Recorder
+
+
+def test_files_the_tools_made_come_with_the_record_redacted(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setitem(KITS, "recorder", f"{__name__}:RecorderKit")
+    monkeypatch.setenv("RECORDER_TEST_TOKEN", "hunter2-secret-value")
+    executor = LocalExecutor(lambda spec: ScriptedModel(["\\boxed{5}"], name=spec.name))
+    [spec] = specs(1)
+    task = TaskSpec.model_validate({**spec.task.model_dump(), "tools": ["recorder"]})
+    spec = spec.model_copy(update={"task": task})
+    seen: list[EpisodeRecord] = []
+
+    async def main() -> None:
+        await executor.start([ModelSpec(name="scripted")])
+        await Runner("r", executor, [seen.append]).run([spec])
+        await executor.aclose()
+
+    asyncio.run(main())
+    [record] = seen
+    assert record.outcome == "completed", record.trajectory and record.trajectory.error
+    assert record.take_files() == {"session.cast": "typed [REDACTED]\n"}

@@ -303,3 +303,45 @@ def test_a_sigkilled_writer_loses_no_acknowledged_record(tmp_path: Path) -> None
     lines = raw.splitlines()
     assert len(lines) == len(recorded) + 1
     assert [EpisodeRecord.model_validate_json(line).sample for line in lines] == [*recorded, -1]
+
+
+def test_attached_files_are_written_before_the_record_and_listed_in_it(tmp_path: Path) -> None:
+    run = RunDir.create(tmp_path, make_manifest())
+    first = make_record(outcome="infra_error", score=None)
+    first.attach({"terminal.cast": "first attempt\n"})
+    run.append(first)
+    [path] = first.attachments
+    assert path.startswith("attachments/") and path.endswith("/terminal.cast")
+    assert (run.path / path).read_text() == "first attempt\n"
+    again = make_record()  # the replay of the same episode replaces the file
+    again.attach({"terminal.cast": "second attempt\n"})
+    run.append(again)
+    assert again.attachments == [path]
+    assert (run.path / path).read_text() == "second attempt\n"
+    assert [r.attachments for r in RunDir.open(tmp_path, "run-1").records()] == [[path], [path]]
+    assert not list((run.path / path).parent.glob(".*"))  # no temporary file left
+    assert again.take_files() == {}  # written once
+
+
+def test_episodes_whose_keys_differ_only_in_unsafe_characters_get_their_own_folders(
+    tmp_path: Path,
+) -> None:
+    run = RunDir.create(tmp_path, make_manifest())
+    paths = []
+    for task in ("a/b", "a:b"):
+        record = make_record(task_id=task)
+        record.attach({"x.txt": task})
+        run.append(record)
+        paths.extend(record.attachments)
+    assert len(set(paths)) == 2 and all("/" not in p.split("/")[1] for p in paths)
+    assert [(run.path / p).read_text() for p in paths] == ["a/b", "a:b"]
+
+
+@pytest.mark.parametrize("name", ["../escape", "sub/file", ".hidden"])
+def test_an_attachment_name_must_be_a_plain_file_name(tmp_path: Path, name: str) -> None:
+    run = RunDir.create(tmp_path, make_manifest())
+    record = make_record()
+    record.attach({name: "x"})
+    with pytest.raises(ValueError, match="plain file name"):
+        run.append(record)
+    assert list(run.records()) == []
