@@ -15,7 +15,6 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import IN_CI
 from tests.e2e.test_run_cli import ROOT, gem_eval, records, run_dirs
 from tests.fixtures import second_dockerd
 from tests.fixtures.openai_server import FakeOpenAIServer, tool_loop
@@ -38,12 +37,7 @@ tasks:
 
 @pytest.fixture(scope="module")
 def daemon() -> Iterator[second_dockerd.SecondDockerd]:
-    problem = second_dockerd.problem()
-    if problem is not None:
-        if IN_CI:
-            pytest.fail(f"CI=true, but a second dockerd cannot run: {problem}", pytrace=False)
-        pytest.skip(problem)
-    with second_dockerd.second_dockerd() as started:
+    with second_dockerd.for_tests() as started:
         yield started
 
 

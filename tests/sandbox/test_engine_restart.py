@@ -22,7 +22,6 @@ from gem_eval.sandbox import cleanup, docker_client, engine
 from gem_eval.sandbox.docker import DockerSandbox
 from gem_eval.sandbox.images import BASE_IMAGE
 from gem_eval.sandbox.pool import SandboxPool
-from tests.conftest import IN_CI
 from tests.fixtures import second_dockerd
 
 pytestmark = pytest.mark.docker
@@ -72,12 +71,7 @@ def test_remove_run_removes_what_the_engine_holds_not_only_the_live_set() -> Non
 
 @pytest.fixture(scope="module")
 def daemon() -> Iterator[second_dockerd.SecondDockerd]:
-    problem = second_dockerd.problem()
-    if problem is not None:
-        if IN_CI:
-            pytest.fail(f"CI=true, but a second dockerd cannot run: {problem}", pytrace=False)
-        pytest.skip(problem)
-    with second_dockerd.second_dockerd() as started:
+    with second_dockerd.for_tests() as started:
         yield started
 
 
