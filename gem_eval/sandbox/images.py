@@ -171,15 +171,33 @@ BUILT_REPOSITORY = "gem-eval/task"
 
 
 def context_hash(context: Path, dockerfile_text: str) -> str:
-    """A hash of a build context's files (names, modes, bytes) and the Dockerfile used."""
+    """A hash of a build context's files (names, modes, bytes) and the Dockerfile used:
+    the files :func:`context_files` sends, so a file ``.dockerignore`` leaves out
+    changes nothing."""
     digest = hashlib.sha256(dockerfile_text.encode() + b"\0")
-    for path in sorted(p for p in context.rglob("*") if p.is_file()):
-        if in_bytecode_cache(path.relative_to(context)):  # as the context tar leaves them
+    for path in context_files(context):
+        if not path.is_file():
             continue
         digest.update(str(path.relative_to(context)).encode() + b"\0")
         digest.update(oct(path.stat().st_mode & 0o777).encode() + b"\0")
         digest.update(path.read_bytes() + b"\0")
     return digest.hexdigest()[:16]
+
+
+def context_files(context: Path) -> list[Path]:
+    """The files and directories of ``context`` a build sends, sorted: all but what its
+    ``.dockerignore`` excludes (see :mod:`gem_eval.sandbox.dockerignore`) and bytecode
+    caches (pip compiles the bundled tasks of an installed wheel: no content).
+
+    Raises:
+        UserError: The ``.dockerignore`` has a line Docker refuses.
+    """
+    from gem_eval.sandbox.dockerignore import FILENAME, context_entries
+
+    try:
+        return context_entries(context, lambda relative: not in_bytecode_cache(relative))
+    except ValueError as exc:
+        raise UserError(f"{context / FILENAME}: {exc}") from None
 
 
 def build_image(
@@ -242,10 +260,9 @@ def _context_tar(context: Path, dockerfile: str, text: str) -> io.BytesIO:
     """The build context as a tar, with the (rewritten) Dockerfile in place."""
     buffer = io.BytesIO()
     with tarfile.open(fileobj=buffer, mode="w") as tar:
-        for path in sorted(context.rglob("*")):
+        for path in context_files(context):
             name = str(path.relative_to(context))
-            # Bytecode is no content: pip compiles the bundled tasks of an installed wheel.
-            if name != dockerfile and not in_bytecode_cache(path.relative_to(context)):
+            if name != dockerfile:
                 tar.add(path, arcname=name, recursive=False)
         data = text.encode()
         info = tarfile.TarInfo(dockerfile)
