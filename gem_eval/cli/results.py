@@ -1,9 +1,10 @@
-"""``gem-eval results list``, ``results show`` and ``results reindex``."""
+"""``gem-eval results list``, ``results show``, ``results reindex`` and ``results export``."""
 
 from __future__ import annotations
 
 import time
 from collections import Counter, defaultdict
+from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
 import typer
@@ -11,12 +12,15 @@ from rich.markup import escape
 from rich.table import Table
 
 from gem_eval.cli.options import DEFAULT_RESULTS_DIR, ResultsDir, check_results_dir
+from gem_eval.export import ExportFormat
 from gem_eval.outcomes import REPLAYED_OUTCOMES
 
 if TYPE_CHECKING:
     from gem_eval.records import EpisodeRecord, RunManifest
 
-results_app = typer.Typer(help="List, show and re-index recorded runs.", no_args_is_help=True)
+results_app = typer.Typer(
+    help="List, show, re-index and export recorded runs.", no_args_is_help=True
+)
 
 
 @results_app.command("list")
@@ -84,6 +88,31 @@ def reindex_command(results_dir: ResultsDir = DEFAULT_RESULTS_DIR) -> None:
         f"indexed {stats.runs} runs, {stats.episodes} episodes into "
         f"{index.path} in {time.perf_counter() - started:.2f} s"
         + (f" ({len(stats.skipped)} skipped)" if stats.skipped else "")
+    )
+
+
+@results_app.command("export")
+def export_command(
+    run_id: Annotated[str, typer.Argument(help="A run id, or 'latest'.")],
+    out: Annotated[Path, typer.Option("--out", "-o", help="The directory to write to.")],
+    format: Annotated[
+        ExportFormat,
+        typer.Option("--format", "-f", help="atif: one ATIF (Harbor) JSON per episode."),
+    ] = ExportFormat.atif,
+    results_dir: ResultsDir = DEFAULT_RESULTS_DIR,
+) -> None:
+    """Export a run's episodes (the last attempt of each) to another format."""
+    from gem_eval.cli.render import console
+    from gem_eval.export import export_run
+    from gem_eval.store import RunDir
+
+    check_results_dir(results_dir)
+    done = export_run(RunDir.open(results_dir, run_id), format, out)
+    console.print(
+        f"exported {done.episodes} episodes of {done.run_id} as {done.format.value}: "
+        f"{len(done.files)} files in {done.out}",
+        markup=False,
+        highlight=False,
     )
 
 
