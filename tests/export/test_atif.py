@@ -309,3 +309,53 @@ def test_a_missing_run_and_an_empty_run_are_one_line_errors(tmp_path: Path) -> N
     bad = gem_eval("results", "export", "empty-run", "--format", "parquet", "--out", "o",
                    results=results)  # fmt: skip
     assert bad.returncode == 2 and "parquet" in bad.stderr and "atif" in bad.stderr
+
+
+# -- episodes that end early: built by hand, as the agent loop leaves them ---------------
+
+
+def _record(trajectory: Any) -> Any:
+    from gem_eval.records import EpisodeRecord
+
+    return EpisodeRecord(
+        run_id="r", key="m|t|0|0", model="m", task_id="t", sample=0, epoch=0,
+        outcome=trajectory.outcome if trajectory else "harness_error", score=None,
+        success=False, turns=0, started_at=0.0, finished_at=1.0, trajectory=trajectory,
+    )  # fmt: skip
+
+
+def test_an_episode_whose_reset_failed_is_one_empty_system_step() -> None:
+    from gem_eval.agent.trajectory import Trajectory as Episode
+    from gem_eval.export.atif import to_atif
+
+    failed = Episode(env_id="e", model="m", outcome="env_error", error="ValueError: no data")
+    for record in (_record(failed), _record(None)):
+        doc = json.loads(to_atif(record).to_json())
+        jsonschema.Draft202012Validator(SCHEMA).validate(doc)
+        assert doc["steps"] == [
+            {"step_id": 1, "source": "system", "message": "", "extra": {"empty_episode": True}}
+        ]
+        assert doc["extra"]["outcome"] == record.outcome
+    assert json.loads(to_atif(_record(failed)).to_json())["extra"]["error"] == "ValueError: no data"
+
+
+def test_a_step_added_to_grade_without_a_model_call_has_no_llm_call() -> None:
+    """A limit ended the episode before any model call; the env graded its end state on a
+    step the loop added (``_finish_unanswered``): no LLM call, so no metrics."""
+    from gem_eval.agent.trajectory import Step
+    from gem_eval.agent.trajectory import Trajectory as Episode
+    from gem_eval.export.atif import to_atif
+    from gem_eval.models.base import ModelOutput
+
+    graded = Step(index=0, output=ModelOutput(), action="", reward=1.0, truncated=True)
+    episode = Episode(
+        env_id="e", model="m", outcome="truncated", truncated_by="max_time",
+        messages=[{"role": "user", "content": "go"}], steps=[graded],
+    )  # fmt: skip
+    doc = json.loads(to_atif(_record(episode)).to_json())
+    jsonschema.Draft202012Validator(SCHEMA).validate(doc)
+    user, agent = doc["steps"]
+    assert user == {"step_id": 1, "source": "user", "message": "go"}
+    assert agent["llm_call_count"] == 0 and "metrics" not in agent
+    assert agent["extra"] == {"reward": 1.0, "terminated": False, "truncated": True}
+    assert doc["extra"]["truncated_by"] == "max_time"
