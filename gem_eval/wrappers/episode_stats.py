@@ -5,14 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from gem_eval.core import Env, ResetResult, StepResult, Wrapper
-
-
-def discounted_return(rewards: list[float], gamma: float) -> float:
-    """``sum(gamma**t * r_t)``, the return seen from the first turn."""
-    total = 0.0
-    for reward in reversed(rewards):
-        total = reward + gamma * total
-    return total
+from gem_eval.returns import check_gamma, discounted_return
 
 
 class Returns:
@@ -46,9 +39,7 @@ class EpisodeStats(Wrapper):
 
     def __init__(self, env: Env, gamma: float = 1.0) -> None:
         super().__init__(env)
-        if not 0.0 <= gamma <= 1.0:
-            raise ValueError("gamma must lie in [0, 1]")
-        self.gamma = gamma
+        self.gamma = check_gamma(gamma)
         self.rewards: list[float] = []
 
     def on_reset(self, result: ResetResult) -> ResetResult:
