@@ -30,6 +30,7 @@ if TYPE_CHECKING:
 KITS: dict[str, str] = {
     "python": "gem_eval.tools.python:PythonKit",
     "bash": "gem_eval.tools.bash:BashKit",
+    "terminal": "gem_eval.tools.terminal:TerminalKit",
     "search": "gem_eval.tools.search:SearchKit",
     "mcp": "gem_eval.tools.mcp:MCPKit",
 }
