@@ -7,7 +7,8 @@ Terminal-Bench 1 (``task.yaml`` marks it)::
     Dockerfile         or docker-compose.yaml with one service that builds it
     run-tests.sh       copied with tests/ into /tests (TEST_DIR) after the agent is done
     tests/             test_outputs.py ..., run with pytest -rA; every test must pass
-    solution.sh        the reference solution (the oracle runs it)
+    solution.sh        the reference solution (the oracle runs it), or solution.yaml:
+                       keystrokes sent to a tmux session (see ``keystrokes.py``)
 
 Terminal-Bench 2 / Harbor (``task.toml`` marks it)::
 
@@ -176,7 +177,10 @@ def _load_tb1(path: Path) -> TerminalTask:
         tests=path / "tests",
         test_script="run-tests.sh",
         verifier_env={"TEST_DIR": "/tests"},
-        solution=path / "solution.sh" if (path / "solution.sh").is_file() else None,
+        solution=next(
+            (path / name for name in ("solution.sh", "solution.yaml") if (path / name).is_file()),
+            None,
+        ),
         test_weights={str(k): float(v) for k, v in weights.items()},
         requires_internet=meta.get("requires_internet") is True,
         difficulty=_text(meta.get("difficulty")),
