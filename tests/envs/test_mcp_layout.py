@@ -1,7 +1,8 @@
 """MCPMark-style task directories without Docker: reading one (service from the directory
 two levels up, the starting state, ``meta.json``), their errors, finding them, and
 ``McpTaskEnv``'s instruction and expansion of a directory of tasks. ``resources()`` is not
-called: it fetches the services' server packages."""
+called: it fetches the services' server packages. MCPMark's own tree (levels,
+``test_environments/``, services that do not run here) is in ``test_mcpmark_layout.py``."""
 
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ import pytest
 
 from gem_eval.envs.mcpmark.env import NOTE, McpTaskEnv
 from gem_eval.envs.mcpmark.layout import find_tasks, is_task_dir, load_task
+from gem_eval.envs.mcpmark.state import StartState
 from gem_eval.errors import TaskFormatError, UserError
 
 
@@ -30,10 +32,16 @@ def mcp_task(
     name: str = "organize",
     meta: dict[str, Any] | str | None = None,
     description: str = "\n  Sort the files by type.  \n",
+    state: bool = True,
 ) -> Path:
-    """A task directory ``root/<service>/<category>/<name>``."""
+    """A task directory ``root/<service>/<category>/<name>``; with ``state``, its
+    category's ``initial_state/`` (a file, or ``init.sql`` for postgres)."""
     path = root / service / category / name
     path.mkdir(parents=True, exist_ok=True)
+    if state:
+        write(
+            path.parent / "initial_state" / ("init.sql" if service == "postgres" else "a.txt"), "\n"
+        )
     (path / "description.md").write_text(description)
     write(path / "verify.py", "import sys\nsys.exit(0)\n")
     if meta is not None:
@@ -61,7 +69,8 @@ def test_load_task(tmp_path: Path) -> None:
     assert task.description == "Sort the files by type."
     assert task.verify == path.resolve() / "verify.py"
     assert task.solution == path.resolve() / "solution.py"
-    assert task.state is None
+    assert task.state == StartState("tree", path.resolve().parent / "initial_state")
+    assert task.level is None
     assert task.meta == meta
     assert task.difficulty == "L2"
     assert task.tags == ["files", "3"]
@@ -86,25 +95,25 @@ def test_solution_sh_before_solution_py(tmp_path: Path) -> None:
 def test_category_initial_state_is_the_fallback(tmp_path: Path) -> None:
     path = mcp_task(tmp_path)
     category_state = path.parent / "initial_state"
-    write(category_state / "a.txt", "a\n")
-    assert load_task(path).state == category_state.resolve()
+    assert load_task(path).state == StartState("tree", category_state.resolve())
 
 
 def test_own_initial_state_wins(tmp_path: Path) -> None:
     path = mcp_task(tmp_path)
-    write(path.parent / "initial_state" / "a.txt", "a\n")
     write(path / "initial_state" / "b.txt", "b\n")
-    assert load_task(path).state == path.resolve() / "initial_state"
+    assert load_task(path).state == StartState("tree", path.resolve() / "initial_state")
 
 
 def test_initial_state_must_be_a_directory(tmp_path: Path) -> None:
     path = mcp_task(tmp_path)
     write(path / "initial_state", "not a directory\n")
-    assert load_task(path).state is None
+    assert load_task(path).state.path == path.resolve().parent / "initial_state"
 
 
 def test_postgres_state_needs_init_sql(tmp_path: Path) -> None:
-    path = mcp_task(tmp_path, service="postgres", category="shop", name="top_customers")
+    path = mcp_task(
+        tmp_path, service="postgres", category="shop", name="top_customers", state=False
+    )
     state = path.parent / "initial_state"
     write(state / "schema.sql", "CREATE TABLE t (x int);\n")
     message = format_error(path)
@@ -112,25 +121,36 @@ def test_postgres_state_needs_init_sql(tmp_path: Path) -> None:
     assert "init.sql" in message
     write(state / "init.sql", "CREATE TABLE t (x int);\n")
     task = load_task(path)
-    assert (task.service, task.state) == ("postgres", state.resolve())
+    assert (task.service, task.state) == ("postgres", StartState("init_sql", state.resolve()))
 
 
-def test_postgres_without_state(tmp_path: Path) -> None:
-    task = load_task(mcp_task(tmp_path, service="postgres", category="shop"))
-    assert task.state is None
+@pytest.mark.parametrize("service", ["filesystem", "postgres"])
+def test_no_starting_state_is_one_error_naming_where_it_looked(
+    tmp_path: Path, service: str
+) -> None:
+    path = mcp_task(tmp_path, service=service, category="shop", state=False).resolve()
+    message = format_error(path)
+    assert message.startswith(f"{path}: no starting state for {service} category 'shop'")
+    assert str(path / "initial_state") in message
+    assert str(path.parent / "initial_state") in message
+    if service == "filesystem":
+        assert str(tmp_path / "test_environments" / "shop") in message
+    else:
+        assert str(tmp_path / "postgres_state" / "shop.backup") in message
+        assert str(path / "prepare_environment.py") in message
 
 
 def test_filesystem_state_needs_no_init_sql(tmp_path: Path) -> None:
-    path = mcp_task(tmp_path)
+    path = mcp_task(tmp_path, state=False)
     write(path / "initial_state" / "notes.md", "x\n")
-    assert load_task(path).state == path.resolve() / "initial_state"
+    assert load_task(path).state == StartState("tree", path.resolve() / "initial_state")
 
 
 def test_unknown_service(tmp_path: Path) -> None:
-    path = mcp_task(tmp_path, service="github")
+    path = mcp_task(tmp_path, service="gitlab")
     message = format_error(path)
     assert message.startswith(f"{path.resolve()}: ")
-    assert "'github'" in message
+    assert "'gitlab'" in message
     assert "filesystem or postgres" in message
 
 

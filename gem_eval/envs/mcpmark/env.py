@@ -7,17 +7,20 @@ with the service's connection variables and its own timeout: exit code 0 scores 
 anything else 0.0. The agent never sees ``verify.py`` (it is copied in to grade).
 
 ``path`` is one task directory, or (in a suite) a directory of them, which the loader
-expands into one task each (``<task id>/<category>/<task>``).
+expands into one task each (``<task id>/<service>/<category>/<task>``, with MCPMark's
+level after the service when it is not ``standard``). Tasks of services that need outside
+accounts are left out of a directory, with one warning line (logger ``gem_eval``).
 """
 
 from __future__ import annotations
 
 import asyncio
+import logging
 from pathlib import Path
 from typing import Any
 
 from gem_eval.envs.hosted import EpisodeResources, ExpandedTask, HostedEnv
-from gem_eval.envs.mcpmark.layout import find_tasks, is_task_dir, load_task
+from gem_eval.envs.mcpmark.layout import find_tasks, is_task_dir, load_task, scan
 from gem_eval.envs.mcpmark.services import SERVICE_TYPES
 from gem_eval.records import SandboxSpec
 from gem_eval.sandbox.base import Sandbox
@@ -27,6 +30,8 @@ NOTE = (
     "When you are done, reply with a short summary and no tool call."
 )
 TAIL_CHARS = 3000
+GRADER_DIR = "/grader"
+log = logging.getLogger("gem_eval.mcpmark")
 
 
 class McpTaskEnv(HostedEnv):
@@ -56,14 +61,23 @@ class McpTaskEnv(HostedEnv):
 
     @classmethod
     def task_dirs(cls, root: Path) -> list[Path] | None:
-        return None if is_task_dir(root) else find_tasks(root)
+        if is_task_dir(root):
+            return None
+        skipped = scan(root).skipped() if root.is_dir() else None
+        if skipped is not None:
+            log.warning("%s: %s", root, skipped)
+        return find_tasks(root)
 
     @classmethod
     def expanded(cls, task_dir: Path, args: dict[str, Any]) -> ExpandedTask:
         task = load_task(task_dir)
-        tags = [t for t in (task.service, task.difficulty, *task.tags) if t]
-        name, category = f"{task.service}/{task.name}", f"{task.service}/{task.category}"
-        return ExpandedTask(name, args, category, tags)
+        tags = [t for t in (task.service, task.level, task.difficulty, *task.tags) if t]
+        category = f"{task.service}/{task.category}"
+        return ExpandedTask(task.display_name, args, category, list(dict.fromkeys(tags)))
+
+    def has_solution(self) -> bool:
+        """Whether the task ships a reference solution (MCPMark's published tasks do not)."""
+        return self.task.solution is not None
 
     def instruction(self) -> str:
         return f"{self.task.description}\n\n{NOTE}"
@@ -99,20 +113,23 @@ class McpTaskEnv(HostedEnv):
 
     async def agrade(self) -> tuple[float, dict[str, Any]]:
         sandbox = await self.sandbox()
-        await sandbox.write_file("/grader/verify.py", self.task.verify.read_bytes(), owner="root")
+        # The whole task directory: MCPMark's verify.py may read files beside it
+        # (expected data, a pickle). It goes in only now, so the agent never saw it.
+        await sandbox.copy_dir(self.task.path, GRADER_DIR)
         # -I: no PYTHON* variable, no user site, not the script's directory on sys.path
         # (what the agent could shape, were it to reach them, is not read).
         result = await sandbox.exec(
-            ["python3", "-I", "/grader/verify.py"],
+            ["python3", "-I", f"{GRADER_DIR}/verify.py"],
             timeout=self.verify_timeout_s,
             user="root",
-            cwd="/grader",
+            cwd=GRADER_DIR,
             env=self.service.env(),
         )
         output = (result.stdout + result.stderr)[-TAIL_CHARS:]
         info: dict[str, Any] = {
             "task": self.task.name,
             "service": self.task.service,
+            "level": self.task.level,
             "verify_exit_code": result.exit_code,
             "verify_output": output,
         }
@@ -125,14 +142,14 @@ class McpTaskEnv(HostedEnv):
         if solution is None:
             raise FileNotFoundError(f"{self.task.path}: no solution.sh or solution.py")
         sandbox = await self.sandbox()
-        target = f"/grader/{solution.name}"
+        target = f"{GRADER_DIR}/{solution.name}"
         await sandbox.write_file(target, solution.read_bytes(), mode=0o755, owner="root")
         runner = "python3" if solution.suffix == ".py" else "bash"
         result = await sandbox.exec(
             [runner, target],
             timeout=self.max_time_s,
             user="root",
-            cwd="/grader",
+            cwd=GRADER_DIR,
             env=self.service.env(),
         )
         status = "timed out" if result.timed_out else f"exit code {result.exit_code}"

@@ -2,11 +2,13 @@
 
 * ``filesystem``: the official ``@modelcontextprotocol/server-filesystem`` (npm) on
   Node.js, serving ``/data``, where the task's starting directory is copied.
-* ``postgres``: Debian's PostgreSQL 15 in the container; the task's ``init.sql`` is
-  loaded into the template database ``mcp_template``, and the agent works on
-  ``mcp_task``, a clone of it (``CREATE DATABASE ... TEMPLATE``), so ``verify.py`` can
-  compare the end state with the untouched start; the MCP server is gem-eval's SQL
-  server (``images/postgres/server.py``, on the official ``mcp`` SDK).
+* ``postgres``: Debian's PostgreSQL 15 in the container; the starting state (an
+  ``init.sql``, MCPMark's ``pg_dump`` archive or SQL dump of the category's database, or
+  its ``prepare_environment.py``) is loaded as the agent's role into the template
+  database ``mcp_template``, and the agent works on ``mcp_task``, a clone of it
+  (``CREATE DATABASE ... TEMPLATE``), so ``verify.py`` can compare the end state with the
+  untouched start; the MCP server is gem-eval's SQL server
+  (``images/postgres/server.py``, on the official ``mcp`` SDK).
 
 Each service's image is built from ``images/<service>/`` once its server's packages are
 fetched on the host (npm / pip: the registries answer the host, and a container's HTTPS
@@ -28,13 +30,17 @@ from typing import ClassVar
 
 from gem_eval.bundled import in_bytecode_cache
 from gem_eval.cache import CacheEntry, cache_dir
+from gem_eval.envs.mcpmark.state import StartState
 from gem_eval.errors import SandboxUnavailableError
 from gem_eval.records import ToolSpec
 from gem_eval.sandbox.base import Sandbox
 
 IMAGES = Path(__file__).parent / "images"
 TASK_DB = "mcp_task"
+TEMPLATE_DB = "mcp_template"
 DATA_DIR = "/data"
+STATE_DIR = "/grader/state"
+LOAD_TIMEOUT_S = 600.0  # MCPMark's databases (dvdrental, employees) take a while to restore
 
 
 class Service(ABC):
@@ -79,7 +85,7 @@ class Service(ABC):
         """The ``mcp`` tools entry: the service's server, started in the sandbox."""
 
     @abstractmethod
-    async def setup(self, sandbox: Sandbox, state: Path | None) -> None:
+    async def setup(self, sandbox: Sandbox, state: StartState) -> None:
         """Load the starting state and start the service in a fresh sandbox."""
 
     @abstractmethod
@@ -130,12 +136,13 @@ class FilesystemService(Service):
         server = {"name": "filesystem", "command": "node", "args": [self.server, DATA_DIR]}
         return [ToolSpec(name="mcp", settings={"servers": [{**server, "in_sandbox": True}]})]
 
-    async def setup(self, sandbox: Sandbox, state: Path | None) -> None:
+    async def setup(self, sandbox: Sandbox, state: StartState) -> None:
+        if state.kind != "tree":
+            raise ValueError(f"a filesystem task starts from a directory, not {state.kind}")
         await sandbox.run_root(
             f"rm -rf {DATA_DIR} && mkdir -p {DATA_DIR}", "preparing /data", timeout=120
         )
-        if state is not None:
-            await sandbox.copy_dir(state, DATA_DIR)
+        await sandbox.copy_dir(state.path, DATA_DIR)
         await sandbox.run_root(
             f"chown -R {self.user}: {DATA_DIR}", "handing /data to the agent", timeout=120
         )
@@ -176,22 +183,54 @@ class PostgresService(Service):
         }
         return [ToolSpec(name="mcp", settings={"servers": [server]})]
 
-    async def setup(self, sandbox: Sandbox, state: Path | None) -> None:
+    async def setup(self, sandbox: Sandbox, state: StartState) -> None:
         await sandbox.run_root("pg_ctlcluster 15 main start", "starting PostgreSQL", timeout=60)
-        template = "mcp_template"
         script = [
             f"psql -q -c 'CREATE ROLE {self.user} LOGIN'",
-            f"createdb -O {self.user} {template}",
+            f"createdb -O {self.user} {TEMPLATE_DB}",
+            *await self._load(sandbox, state),
+            f"createdb -O {self.user} -T {TEMPLATE_DB} {TASK_DB}",
         ]
-        if state is not None:
-            await sandbox.copy_dir(state, "/grader/state")
-            script.append(
-                f"psql -q -v ON_ERROR_STOP=1 -U {self.user} -f /grader/state/init.sql {template}"
-            )
-        script.append(f"createdb -O {self.user} -T {template} {TASK_DB}")
         await sandbox.run_root(
-            f"su postgres -c {shlex.quote(' && '.join(script))}", "loading the database"
+            f"su postgres -c {shlex.quote(' && '.join(script))}",
+            "loading the database",
+            timeout=LOAD_TIMEOUT_S,
         )
+
+    async def _load(self, sandbox: Sandbox, state: StartState) -> list[str]:
+        """Put the state in the sandbox; the commands (as ``postgres``) that load it into
+        the template, as the agent's role, so that the agent owns what it starts with."""
+        psql = f"psql -q -v ON_ERROR_STOP=1 -U {self.user}"
+        if state.kind == "init_sql":
+            await sandbox.copy_dir(state.path, STATE_DIR)
+            return [f"{psql} -f {STATE_DIR}/init.sql {TEMPLATE_DB}"]
+        if state.kind in ("pg_dump", "sql_dump"):
+            target = f"{STATE_DIR}/{state.path.name}"
+            await sandbox.write_file(target, state.path.read_bytes(), owner="root")
+            if state.kind == "sql_dump":
+                return [f"{psql} -f {shlex.quote(target)} {TEMPLATE_DB}"]
+            # MCPMark's archives come from its superuser: leave owners and grants out.
+            return [
+                f"pg_restore --no-owner --no-privileges --role={self.user} "
+                f"-d {TEMPLATE_DB} {shlex.quote(target)}"
+            ]
+        if state.kind == "prepare":
+            # MCPMark runs it from the task directory, with the category's helpers beside it.
+            category = state.path.parent.parent
+            here = f"{STATE_DIR}/{category.name}"
+            await sandbox.copy_dir(category, here)
+            await sandbox.run_root(f"chmod -R a+rX {STATE_DIR}", "opening the state", timeout=60)
+            task_dir = f"{here}/{state.path.parent.name}"
+            env = {
+                **self.env(),
+                "POSTGRES_USERNAME": self.user,
+                "POSTGRES_USER": self.user,
+                "POSTGRES_DATABASE": TEMPLATE_DB,
+                "DATABASE_URL": self._url(self.user, TEMPLATE_DB),
+            }
+            variables = " ".join(f"{k}={shlex.quote(v)}" for k, v in env.items())
+            return [f"cd {shlex.quote(task_dir)} && env {variables} python3 {state.path.name}"]
+        raise ValueError(f"a postgres task cannot start from {state.kind}")
 
     def env(self) -> dict[str, str]:
         return {
@@ -205,8 +244,8 @@ class PostgresService(Service):
         }
 
     @staticmethod
-    def _url(user: str) -> str:
-        return f"postgresql://{user}@/{TASK_DB}?host=/var/run/postgresql"
+    def _url(user: str, database: str = TASK_DB) -> str:
+        return f"postgresql://{user}@/{database}?host=/var/run/postgresql"
 
 
 def _pins(text: str) -> list[str]:
