@@ -33,3 +33,22 @@ def returns_to_go(rewards: Sequence[float], gamma: float) -> list[float]:
 def discounted_return(rewards: Sequence[float], gamma: float) -> float:
     """``G_0 = sum(gamma**t * r_t)``, the return seen from the first turn."""
     return returns_to_go(rewards, gamma)[0] if rewards else 0.0
+
+
+class Returns:
+    """Mixin for episode types: ``total_return``, ``discounted_return`` and
+    ``returns_to_go`` of the ``rewards`` the episode lists, one per turn."""
+
+    @property
+    def rewards(self) -> list[float]:
+        raise NotImplementedError
+
+    @property
+    def total_return(self) -> float:
+        return sum(self.rewards)
+
+    def discounted_return(self, gamma: float) -> float:
+        return discounted_return(self.rewards, gamma)
+
+    def returns_to_go(self, gamma: float) -> list[float]:
+        return returns_to_go(self.rewards, gamma)

@@ -1,49 +1,19 @@
-"""Play one episode of an env with a policy and keep its transcript."""
+"""Play one episode of an env with a policy (no model) and keep it as a trajectory.
+
+The episode is the same :class:`~gem_eval.agent.trajectory.Trajectory` the agent loop
+writes (one step per action, the policy's action as the step's output text), so its
+returns are computed by one definition (:mod:`gem_eval.returns`) whoever played it.
+"""
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
-from typing import Any
 
+from gem_eval.agent.trajectory import Step, Trajectory
 from gem_eval.core import Env
+from gem_eval.models.base import ModelOutput
 from gem_eval.policies import Policy
-from gem_eval.wrappers.episode_stats import Returns
-
-
-@dataclass
-class Turn:
-    """One agent action and what the env answered."""
-
-    action: str
-    observation: str
-    reward: float
-    terminated: bool
-    truncated: bool
-    info: dict[str, Any]
-
-
-@dataclass
-class Episode(Returns):
-    """A finished (or cut-off) episode: the first observation and every turn."""
-
-    env_id: str
-    seed: int | None
-    observation: str
-    info: dict[str, Any]
-    turns: list[Turn] = field(default_factory=list)
-
-    @property
-    def rewards(self) -> list[float]:
-        return [t.reward for t in self.turns]
-
-    @property
-    def success(self) -> bool:
-        return bool(self.turns and self.turns[-1].info.get("success"))
-
-    @property
-    def done(self) -> bool:
-        return bool(self.turns) and (self.turns[-1].terminated or self.turns[-1].truncated)
 
 
 def rollout(
@@ -51,26 +21,53 @@ def rollout(
     policy: Policy,
     seed: int | None = None,
     max_turns: int = 1000,
-    on_turn: Callable[[Episode], None] | None = None,
-) -> Episode:
+    on_turn: Callable[[Trajectory], None] | None = None,
+    name: str | None = None,
+) -> Trajectory:
     """Reset ``env`` with ``seed`` and let ``policy`` act until the episode ends.
 
     Args:
         env: The env to play.
         policy: Picks each action.
         seed: Passed to ``env.reset``.
-        max_turns: A safety stop for envs without a turn limit of their own.
-        on_turn: Called with the episode after the reset and after every turn
+        max_turns: A safety stop for envs without a turn limit of their own; an episode
+            stopped there is ``truncated`` by ``max_turns``.
+        on_turn: Called with the trajectory after the reset and after every turn
             (the CLI renders as the game goes).
+        name: The policy's name in the trajectory's ``model`` field (default: its class).
     """
+    started = time.perf_counter()
     obs, info = env.reset(seed)
-    episode = Episode(getattr(env.spec, "id", str(env)), seed, obs, info)
+    traj = Trajectory(
+        env_id=getattr(env.spec, "id", str(env)),
+        model=name or type(policy).__name__,
+        seed=seed,
+        tool_mode="text",
+        initial_observation=obs,
+    )
     if on_turn:
-        on_turn(episode)
-    while not episode.done and len(episode.turns) < max_turns:
+        on_turn(traj)
+    done = False
+    while not done and len(traj.steps) < max_turns:
         action = policy(obs, env)
         obs, reward, terminated, truncated, info = env.step(action)
-        episode.turns.append(Turn(action, obs, reward, terminated, truncated, info))
+        traj.steps.append(
+            Step(
+                index=len(traj.steps),
+                output=ModelOutput(text=action, finish_reason="stop"),
+                action=action,
+                observation=obs,
+                reward=reward,
+                terminated=terminated,
+                truncated=truncated,
+                info=info,
+            )
+        )
+        done = terminated or truncated
         if on_turn:
-            on_turn(episode)
-    return episode
+            on_turn(traj)
+    traj.success = bool(traj.steps and traj.steps[-1].info.get("success"))
+    if not done:  # as the agent loop: an env's own end is ``completed``
+        traj.outcome, traj.truncated_by = "truncated", "max_turns"
+    traj.duration_s = time.perf_counter() - started
+    return traj

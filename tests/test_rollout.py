@@ -12,10 +12,10 @@ from tests.fakes import FakeEnv
 def test_oracle_rollout_solves_and_records_every_turn() -> None:
     seen: list[int] = []
     env = make("game:GuessTheNumber-v0-hard")
-    episode = rollout(env, OraclePolicy(), seed=2, on_turn=lambda e: seen.append(len(e.turns)))
-    assert episode.success and episode.done
+    episode = rollout(env, OraclePolicy(), seed=2, on_turn=lambda e: seen.append(len(e.steps)))
+    assert episode.success and episode.outcome == "completed" and episode.steps[-1].terminated
     assert episode.total_return == pytest.approx(1.0)
-    assert seen == list(range(len(episode.turns) + 1))
+    assert seen == list(range(len(episode.steps) + 1))
     assert episode.env_id == "game:GuessTheNumber-v0-hard"
 
 
@@ -23,8 +23,8 @@ def test_random_policy_is_seeded_and_leaves_the_env_rng_alone() -> None:
     env = make("game:GuessTheNumber-v0")
     a = rollout(env, RandomPolicy(seed=1), seed=4)
     b = rollout(env, RandomPolicy(seed=1), seed=4)
-    assert [t.action for t in a.turns] == [t.action for t in b.turns]
-    assert len({t.action for t in a.turns}) > 1
+    assert [t.action for t in a.steps] == [t.action for t in b.steps]
+    assert len({t.action for t in a.steps}) > 1
     env.reset(4)
     before = env.rng.getstate()
     RandomPolicy(seed=99)("", env)
@@ -34,7 +34,7 @@ def test_random_policy_is_seeded_and_leaves_the_env_rng_alone() -> None:
 def test_human_policy_reads_answers() -> None:
     answers = iter(["\\boxed{5}", "\\boxed{8}", "\\boxed{9}", "\\boxed{10}", "\\boxed{1}"])
     episode = rollout(make("game:GuessTheNumber-v0-easy"), HumanPolicy(lambda _: next(answers)), 0)
-    assert [t.action for t in episode.turns] == [
+    assert [t.action for t in episode.steps] == [
         "\\boxed{5}",
         "\\boxed{8}",
         "\\boxed{9}",
@@ -51,4 +51,5 @@ def test_policy_errors_are_user_errors() -> None:
 
 def test_rollout_stops_at_its_safety_limit() -> None:
     episode = rollout(FakeEnv(length=10**6), lambda obs, env: "a", seed=0, max_turns=5)
-    assert len(episode.turns) == 5 and not episode.done
+    assert len(episode.steps) == 5
+    assert episode.outcome == "truncated" and episode.truncated_by == "max_turns"

@@ -18,7 +18,7 @@ from pydantic import (
 
 from gem_eval.models.base import Message, ModelOutput, Usage
 from gem_eval.outcomes import Outcome, is_scored
-from gem_eval.wrappers.episode_stats import Returns
+from gem_eval.returns import Returns
 
 SCHEMA_VERSION = 2
 """2: a tool event's output is stored once, in the message the model read it from
@@ -128,8 +128,11 @@ class Trajectory(Returns, BaseModel):
 
     @property
     def rewards(self) -> list[float]:
-        """The reward of every env step, in order (tool-only steps earn none)."""
-        return [s.reward for s in self.steps if s.action is not None]
+        """The reward of every turn, in order: one turn is one model action and what
+        answered it, the env or the tools (a tool-only turn earns 0 from the agent loop;
+        :class:`~gem_eval.wrappers.ToolEnv` may give ``tool_reward``). See
+        :mod:`gem_eval.returns`."""
+        return [s.reward for s in self.steps]
 
     @property
     def scored(self) -> bool:

@@ -91,7 +91,9 @@ def _play_policy(env: Any, policy: str, seed: int | None, gamma: float) -> None:
 
     chosen = make_policy(policy, seed)
     try:
-        episode = rollout(env, chosen, seed=seed, on_turn=render.TranscriptPrinter())
+        trajectory = rollout(
+            env, chosen, seed=seed, on_turn=render.TrajectoryPrinter(), name=policy
+        )
     finally:
         env.close()
-    render.episode_summary(episode, gamma)
+    render.trajectory_summary(trajectory, gamma)

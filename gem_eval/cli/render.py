@@ -12,7 +12,6 @@ from rich.table import Table
 if TYPE_CHECKING:
     from gem_eval.agent.trajectory import Trajectory
     from gem_eval.registration import EnvSpec
-    from gem_eval.rollout import Episode
 
 console = Console(highlight=False)
 
@@ -53,43 +52,8 @@ def env_details(spec: EnvSpec, doc: str, first_obs: str, seed: int) -> None:
     )
 
 
-class TranscriptPrinter:
-    """Prints an episode turn by turn, as :func:`~gem_eval.rollout.rollout` plays it."""
-
-    def __init__(self) -> None:
-        self.shown = -1
-
-    def __call__(self, episode: Episode) -> None:
-        if self.shown < 0:
-            console.print(Panel(escape(episode.observation), title="env", title_align="left"))
-            self.shown = 0
-        for n, turn in enumerate(episode.turns[self.shown :], start=self.shown + 1):
-            console.print(f"[bold magenta]agent[/] (turn {n}): {escape(turn.action)}")
-            status = "terminated" if turn.terminated else "truncated" if turn.truncated else ""
-            title = f"env  reward {turn.reward:+.3f}"
-            if status:
-                title += escape(f"  [{status}]")
-            console.print(Panel(escape(turn.observation), title=title, title_align="left"))
-        self.shown = len(episode.turns)
-
-
-def episode_summary(episode: Episode, gamma: float) -> None:
-    table = Table(title="episode", title_justify="left")
-    for column in ("env", "seed", "turns", "success", "return", f"discounted (γ={gamma})"):
-        table.add_column(column, overflow="fold")
-    table.add_row(
-        episode.env_id,
-        str(episode.seed),
-        str(len(episode.turns)),
-        "yes" if episode.success else "no",
-        f"{episode.total_return:.3f}",
-        f"{episode.discounted_return(gamma):.3f}",
-    )
-    console.print(table)
-
-
 class TrajectoryPrinter:
-    """Prints a model's episode step by step, as the agent loop plays it."""
+    """Prints an episode turn by turn, as the agent loop (or a policy's rollout) plays it."""
 
     def __init__(self) -> None:
         self.shown = -1
@@ -100,14 +64,20 @@ class TrajectoryPrinter:
             self.shown = 0
         for step in traj.steps[self.shown :]:
             out = step.output
-            meta = f"{out.usage.total_tokens} tokens, {out.latency_s:.2f} s"
-            console.print(f"[bold magenta]model[/] (turn {step.index + 1}, {meta}):")
+            if out.usage.total_tokens or out.latency_s:  # a model's turn
+                meta = f"{out.usage.total_tokens} tokens, {out.latency_s:.2f} s"
+                console.print(f"[bold magenta]model[/] (turn {step.index + 1}, {meta}):")
+            else:  # a policy's
+                console.print(f"[bold magenta]agent[/] (turn {step.index + 1}):")
             console.print(escape(out.text) if out.text else "[dim](no text)[/]")
             for event in step.tool_events:
                 style = "red" if event.is_error else "cyan"
                 console.print(f"[{style}]tool {escape(event.name)}[/]: {escape(event.output)}")
             if step.observation is not None:
                 title = f"env  reward {step.reward:+.3f}"
+                status = "terminated" if step.terminated else "truncated" if step.truncated else ""
+                if status:
+                    title += escape(f"  [{status}]")
                 console.print(Panel(escape(step.observation), title=title, title_align="left"))
         self.shown = len(traj.steps)
 
@@ -115,24 +85,24 @@ class TrajectoryPrinter:
 def trajectory_summary(traj: Trajectory, gamma: float) -> None:
     outcome = traj.outcome + (f" ({traj.truncated_by})" if traj.truncated_by else "")
     usage = traj.usage
-    cost = f"${usage.cost_usd:.4f}" if usage.cost_usd is not None else "unknown"
+    by_env = sum(s.observation is not None for s in traj.steps)
     rows = [
         ("env", traj.env_id),
-        ("model", traj.model),
+        ("seed", str(traj.seed)),
+        ("agent", traj.model),
         ("outcome", outcome),
         ("success", "yes" if traj.success else "no"),
-        ("turns", f"{len(traj.steps)} model calls, {len(traj.rewards)} env steps"),
+        ("turns", f"{len(traj.steps)} ({by_env} answered by the env)"),
         (
             "return",
             f"{traj.total_return:.3f} (discounted, γ={gamma}: {traj.discounted_return(gamma):.3f})",
         ),
-        (
-            "tokens",
-            f"{usage.input_tokens} in, {usage.output_tokens} out, {usage.cached_tokens} cached",
-        ),
-        ("cost", cost),
-        ("time", f"{traj.duration_s:.1f} s, {traj.retries} retries"),
     ]
+    if usage.total_tokens or usage.cost_usd is not None:  # a model played, not a policy
+        cost = f"${usage.cost_usd:.4f}" if usage.cost_usd is not None else "unknown"
+        tokens = f"{usage.input_tokens} in, {usage.output_tokens} out, {usage.cached_tokens} cached"
+        rows += [("tokens", tokens), ("cost", cost)]
+    rows.append(("time", f"{traj.duration_s:.1f} s, {traj.retries} retries"))
     table = Table.grid(padding=(0, 2))
     for key, value in rows:
         table.add_row(f"[bold]{key}[/]", escape(value))

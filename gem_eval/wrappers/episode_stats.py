@@ -8,22 +8,6 @@ from gem_eval.core import Env, ResetResult, StepResult, Wrapper
 from gem_eval.returns import check_gamma, discounted_return
 
 
-class Returns:
-    """Mixin for episode records: ``total_return`` and ``discounted_return`` of the
-    ``rewards`` the record lists (one per env step)."""
-
-    @property
-    def rewards(self) -> list[float]:
-        raise NotImplementedError
-
-    @property
-    def total_return(self) -> float:
-        return sum(self.rewards)
-
-    def discounted_return(self, gamma: float) -> float:
-        return discounted_return(self.rewards, gamma)
-
-
 class EpisodeStats(Wrapper):
     """Record per-turn rewards; report the episode when it ends.
 

@@ -72,7 +72,8 @@ def test_native_multi_turn_episode_with_a_tool_call() -> None:
     traj = run(EASY, model, tools=[Add()])
     assert traj.outcome == "completed" and traj.success
     assert [s.tool_events[0].output for s in traj.steps if s.tool_events] == ["7"]
-    assert len(traj.rewards) == 3 and traj.total_return == pytest.approx(1.0)
+    assert traj.rewards[0] == 0.0  # the tool turn earns nothing; three guesses follow
+    assert len(traj.rewards) == 4 and traj.total_return == pytest.approx(1.0)
     assert traj.usage.input_tokens == 40 and traj.usage.cost_usd == pytest.approx(0.004)
     roles = [m["role"] for m in traj.messages]
     assert roles == [

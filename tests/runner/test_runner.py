@@ -281,6 +281,7 @@ class _Recorder(Tool):
 
     name = "recorder"
     description = "records"
+
     def __init__(self) -> None:
         self.parameters = {"type": "object", "properties": {}}
 
