@@ -83,6 +83,66 @@ class ToolSpec(BaseModel):
         return value
 
 
+Condition = Literal["service_started", "service_healthy", "service_completed_successfully"]
+"""When a service counts as ready for one that depends on it (compose's ``depends_on``)."""
+
+
+class HealthSpec(BaseModel):
+    """A sidecar's health check (compose's ``healthcheck``), run by Docker.
+
+    Attributes:
+        test: Docker's form: ``["CMD", prog, args...]`` or ``["CMD-SHELL", "line"]``.
+        interval_s, timeout_s: Between checks; the most one check may take.
+        retries: Failures in a row that make the service unhealthy.
+        start_s: Failures that do not count at first.
+    """
+
+    test: list[str]
+    interval_s: float = 30.0
+    timeout_s: float = 30.0
+    retries: int = 3
+    start_s: float = 0.0
+
+
+class SidecarSpec(BaseModel):
+    """A service that runs beside a sandbox's container (a database, a web server), on
+    the episode's private network, where its ``name`` is a host name (see
+    :mod:`gem_eval.sandbox.docker_sidecars`).
+
+    Attributes:
+        name: The service's name (compose's), which the container reaches it by.
+        image: The image (an ``--image-map`` key may replace it); or ``build``.
+        build: A build context directory; ``dockerfile`` the Dockerfile's name there.
+        command, entrypoint: Replace the image's (``None``: the image's own).
+        env: Environment variables.
+        user, workdir: Replace the image's (``None``: the image's own).
+        aliases: More host names for it.
+        files: Paths in the sidecar filled from the task's files or directories before
+            it starts (compose's bind mounts, copied: no host path is mounted).
+        healthcheck: Its health check (``None``: the image's own, if any).
+        depends_on: Services (``main`` or the main service's name for the sandbox's
+            container) that must be ready before it starts.
+        memory, cpus, pids: Its own limits; never above the sandbox container's.
+    """
+
+    name: str
+    image: str | None = None
+    build: str | None = None
+    dockerfile: str = "Dockerfile"
+    command: list[str] | None = None
+    entrypoint: list[str] | None = None
+    env: dict[str, str] = Field(default_factory=dict)
+    user: str | None = None
+    workdir: str | None = None
+    aliases: list[str] = Field(default_factory=list)
+    files: dict[str, str] = Field(default_factory=dict)
+    healthcheck: HealthSpec | None = None
+    depends_on: dict[str, Condition] = Field(default_factory=dict)
+    memory: str | None = None
+    cpus: float | None = None
+    pids: int | None = None
+
+
 class SandboxSpec(BaseModel):
     """``sandbox:``: where a task's tools run (see :mod:`gem_eval.sandbox`).
 
@@ -108,6 +168,10 @@ class SandboxSpec(BaseModel):
             episodes).
         max_sandboxes: Sandboxes alive at once (default: the kind's default concurrency).
         output_limit: Bytes of output kept per command.
+        sidecars: Services started beside the container on a private network per
+            episode (``docker`` only; a compose task's database or web server).
+        hostname: The container's host name on that network (compose's service name).
+        depends_on: The sidecars that must be ready before the container starts.
     """
 
     type: Literal["docker", "local", "none"] = "docker"
@@ -126,6 +190,9 @@ class SandboxSpec(BaseModel):
     per: Literal["episode", "task"] = "episode"
     max_sandboxes: int | None = Field(default=None, ge=1)
     output_limit: int = Field(default=65536, ge=1024)
+    sidecars: list[SidecarSpec] = Field(default_factory=list)
+    hostname: str | None = None
+    depends_on: dict[str, Condition] = Field(default_factory=dict)
 
 
 class TaskSpec(BaseModel):

@@ -25,7 +25,7 @@ from gem_eval.envs.hosted import EpisodeResources, HostedEnv
 from gem_eval.errors import UserError
 from gem_eval.records import SandboxSpec, TaskSpec, ToolSpec
 from gem_eval.sandbox.base import Sandbox
-from gem_eval.sandbox.factory import check_available, make_sandbox, resolve_image
+from gem_eval.sandbox.factory import check_available, make_sandbox, needs_resolving, resolve_image
 from gem_eval.sandbox.policy import PolicyConflict, SandboxPolicy, describe_policy
 from gem_eval.sandbox.pool import SandboxPool
 from gem_eval.tools.base import Tool
@@ -142,7 +142,7 @@ class Provisioner:
         that fails as the task's fault (a broken Dockerfile, a base image missing) is not
         tried again in this run: every later ask gets the same error."""
         spec = spec.model_copy(update={"image_map": {**spec.image_map, **self.image_map}})
-        if spec.build is None and not spec.image_map:
+        if not needs_resolving(spec):  # nothing to build (the sidecars' images included)
             return spec
         key = spec.model_dump_json()
         if key not in self._built:
@@ -165,7 +165,7 @@ class Provisioner:
             spec = planned[1].model_copy(
                 update={"image_map": {**planned[1].image_map, **self.image_map}}
             )
-            if spec.type != "docker" or (spec.build is None and not spec.image_map):
+            if not needs_resolving(spec):
                 check_available(spec)
 
     async def prepare(self, tasks: list[TaskSpec]) -> None:

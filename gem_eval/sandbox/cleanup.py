@@ -1,7 +1,9 @@
 """Finding and removing gem-eval's containers: labels, a live set, and leftovers.
 
 Every container gem-eval starts is labelled ``gem-eval.managed=1`` with the run id, the
-host name and the PID of the process that owns it. A process removes its own
+host name and the PID of the process that owns it; so is every network it makes (the
+private network of a sandbox with sidecars, :mod:`gem_eval.sandbox.docker_sidecars`),
+and each step below removes those networks after the containers. A process removes its own
 containers when it ends normally, on an exception and on Ctrl-C/SIGTERM (the sandboxes'
 ``close``), and, as a last resort, at interpreter exit (:func:`remove_tracked`). Before
 a run ends, :func:`remove_run` removes whatever still carries its label, found through
@@ -35,6 +37,7 @@ DEFAULT_WAIT_S = 60.0
 log = logging.getLogger("gem_eval.sandbox")
 
 _tracked: set[str] = set()
+_networks: set[str] = set()
 _at_exit = False  # remove_tracked is registered to run at exit
 
 
@@ -67,13 +70,27 @@ def untrack(container_id: str) -> None:
     _tracked.discard(container_id)
 
 
+def track_network(network: str) -> None:
+    """Remember a network this process must remove before it exits (after its
+    containers)."""
+    global _at_exit
+    if not _at_exit:
+        _at_exit = bool(atexit.register(remove_tracked))
+    _networks.add(network)
+
+
+def untrack_network(network: str) -> None:
+    _networks.discard(network)
+
+
 def tracked() -> set[str]:
     """Containers this process started and has not removed yet."""
     return set(_tracked)
 
 
 def remove_tracked() -> int:
-    """Remove every container this process still owns (blocking); how many went.
+    """Remove every container this process still owns, then its networks (blocking);
+    how many containers went.
 
     Nothing is tried while the engine is known to be away (each call could block)."""
     from gem_eval.sandbox import docker_client, engine
@@ -86,6 +103,10 @@ def remove_tracked() -> int:
             docker_client.client().api.remove_container(container_id, force=True)
             removed += 1
         _tracked.discard(container_id)
+    for network in list(_networks):
+        with contextlib.suppress(Exception):
+            docker_client.client().api.remove_network(network)
+        _networks.discard(network)
     return removed
 
 
@@ -120,13 +141,27 @@ def find(run_id: str | None = None, include_live: bool = False) -> list[Any]:
     return [c for c in containers if include_live or not _owner_alive(c.labels)]
 
 
+def find_networks(run_id: str | None = None, include_live: bool = False) -> list[Any]:
+    """gem-eval's networks, chosen as :func:`find` chooses containers."""
+    from gem_eval.sandbox import docker_client
+
+    wanted = [f"{MANAGED}=1"] + ([f"{RUN}={run_id}"] if run_id else [])
+    networks = docker_client.client().networks.list(filters={"label": wanted})
+    return [n for n in networks if include_live or not _owner_alive(n.attrs.get("Labels") or {})]
+
+
 def remove_leftovers(run_id: str | None = None, include_live: bool = False) -> list[str]:
-    """Remove the containers :func:`find` returns; their short ids."""
+    """Remove the containers :func:`find` returns, then the networks
+    :func:`find_networks` returns; their short ids."""
     removed = []
     for container in find(run_id, include_live):
         with contextlib.suppress(Exception):
             container.remove(force=True)
             removed.append(container.short_id)
+    for network in find_networks(run_id, include_live):
+        with contextlib.suppress(Exception):
+            network.remove()
+            removed.append(network.short_id)
     return removed
 
 
@@ -195,7 +230,32 @@ async def _remove_labelled(run_id: str) -> list[str]:
     for result in results:
         if isinstance(result, BaseException):
             raise result
-    return [r for r in results if isinstance(r, str)]
+    return [r for r in results if isinstance(r, str)] + await _remove_networks(run_id)
+
+
+async def _remove_networks(run_id: str) -> list[str]:
+    """Remove the networks labelled with ``run_id`` (as :func:`_remove_labelled` does
+    containers: not another live process's); their short ids."""
+    from gem_eval.sandbox import docker_client
+
+    api = docker_client.client().api
+    wanted = [f"{MANAGED}=1", f"{RUN}={run_id}"]
+    found = await docker_client.call(
+        f"listing the networks of run {run_id}", api.networks, filters={"label": wanted}
+    )
+    removed = []
+    for network in found:
+        if not (_own(network) or not _owner_alive(network.get("Labels") or {})):
+            continue
+        try:
+            await docker_client.call("removing a network", api.remove_network, network["Id"])
+        except SandboxError as exc:
+            if "gone" not in str(exc):
+                raise
+        untrack_network(network["Name"])
+        untrack_network(network["Id"])
+        removed.append(network["Id"][:12])
+    return removed
 
 
 def _own(container: dict[str, Any]) -> bool:

@@ -8,6 +8,9 @@ memory/CPU/pids limits, a disk quota where the engine supports one,
 Files written as ``owner="root"`` cannot be changed by that user. Every container
 carries labels naming the run and the process that owns it (see
 :mod:`gem_eval.sandbox.cleanup`), so leftovers of a killed run can be found and removed.
+A sandbox with sidecars (a compose task's database) starts them first, each in its own
+container, on a private network that the container joins (see
+:mod:`gem_eval.sandbox.docker_sidecars`), and removes them with it.
 
 What an agent does inside cannot make the sandbox fail as if the infrastructure had
 (which would leave the episode unscored and replayed): a fork bomb is ended by the next
@@ -31,9 +34,11 @@ from typing import Any, ClassVar
 
 from gem_eval.bundled import in_bytecode_cache
 from gem_eval.errors import SandboxError, SandboxLostError
+from gem_eval.records import Condition, SidecarSpec
 from gem_eval.sandbox import cleanup, docker_client, docker_launch, docker_rescue, engine
 from gem_eval.sandbox.base import DEFAULT_OUTPUT_LIMIT, ExecResult, OutputCap, Sandbox
 from gem_eval.sandbox.docker_process import DockerProcess
+from gem_eval.sandbox.docker_sidecars import Sidecars
 from gem_eval.sandbox.images import BASE_IMAGE
 
 PREPARED_LABEL = "gem-eval.prepared"
@@ -61,6 +66,9 @@ class DockerSandbox(Sandbox):
         env: Environment variables of the container.
         run_id: The run this container belongs to (a label; ``cleanup`` uses it).
         output_limit: Bytes of each output stream kept per ``exec``.
+        sidecars: Services started beside the container (their images built).
+        hostname: The container's host name on the sidecars' network.
+        depends_on: Sidecars that must be ready before the container starts.
     """
 
     default_concurrency: ClassVar[int] = 4
@@ -79,6 +87,9 @@ class DockerSandbox(Sandbox):
         env: dict[str, str] | None = None,
         run_id: str | None = None,
         output_limit: int = DEFAULT_OUTPUT_LIMIT,
+        sidecars: list[SidecarSpec] | None = None,
+        hostname: str | None = None,
+        depends_on: dict[str, Condition] | None = None,
     ) -> None:
         self.image, self.user, self.workdir = image, user, workdir
         self.network, self.memory, self.cpus, self.pids = network, memory, cpus, pids
@@ -86,6 +97,8 @@ class DockerSandbox(Sandbox):
         self.env = dict(env or {})
         self.run_id = run_id
         self.output_limit = output_limit
+        self.hostname, self.depends_on = hostname, dict(depends_on or {})
+        self.sidecars = Sidecars(self, sidecars) if sidecars else None
         self.container: Any = None
         self.launched: docker_launch.Launched | None = None
         self._closed = False
@@ -99,12 +112,21 @@ class DockerSandbox(Sandbox):
         described = {"kind": "docker", "image": self.image}
         if self.launched is not None:  # known once started
             described |= {"init": self.launched.init, "disk": self.launched.disk}
+        if self.sidecars is not None:
+            described |= self.sidecars.describe()
         return described
+
+    @property
+    def network_name(self) -> str | None:
+        """The sidecars' network the container joins (``None``: no sidecars)."""
+        return None if self.sidecars is None else self.sidecars.network
 
     async def start(self) -> None:
         self._closed = False
         self._outages = engine.outages()
         docker = docker_client.client()
+        if self.sidecars is not None:
+            await self.sidecars.start_before()
         made = asyncio.ensure_future(docker_launch.create(self, cleanup.labels(self.run_id)))
         try:
             self.launched = await asyncio.shield(made)
@@ -120,6 +142,8 @@ class DockerSandbox(Sandbox):
             await self.close()
             return
         await docker_launch.boot(self, self.container.id)
+        if self.sidecars is not None:
+            await self.sidecars.start_after()
         if not await self._image_is_prepared():
             await self._prepare()
 
@@ -170,14 +194,17 @@ class DockerSandbox(Sandbox):
     async def close(self) -> None:
         self._closed = True
         container, self.container = self.container, None
-        if container is None:
-            return
         try:
-            await docker_client.call("removing a container", container.remove, force=True)
-        except SandboxError as exc:
-            if "gone" not in str(exc):
-                raise
-        cleanup.untrack(container.id)
+            if container is not None:
+                try:
+                    await docker_client.call("removing a container", container.remove, force=True)
+                except SandboxError as exc:
+                    if "gone" not in str(exc):
+                        raise
+                cleanup.untrack(container.id)
+        finally:
+            if self.sidecars is not None:
+                await self.sidecars.remove()
 
     def _require(self) -> Any:
         if self.container is None:

@@ -177,8 +177,10 @@ async def _create(
     from docker.types import Ulimit
 
     api = docker_client.client().api
+    network = box.network_name  # beside sidecars: their private network, under its name
     host_config: dict[str, Any] = api.create_host_config(
-        network_mode="bridge" if box.network else "none",
+        network_mode=network or ("bridge" if box.network else "none"),
+        cap_drop=["NET_RAW"] if network and not box.network else None,
         mem_limit=box.memory,
         memswap_limit=box.memory,
         nano_cpus=int(box.cpus * 1e9),
@@ -200,6 +202,11 @@ async def _create(
         environment=box.env,
         labels=labels,
         host_config=host_config,
+        networking_config=None
+        if network is None
+        else api.create_networking_config(
+            {network: api.create_endpoint_config(aliases=[box.hostname or "main"])}
+        ),
         stop_signal="SIGTERM",
         stop_timeout=STOP_TIMEOUT_S,
     )

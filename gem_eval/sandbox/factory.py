@@ -29,6 +29,9 @@ def make_sandbox(spec: SandboxSpec, run_id: str | None = None) -> Sandbox:
             run_id=run_id,
             output_limit=spec.output_limit,
             env=spec.env,
+            sidecars=spec.sidecars,
+            hostname=spec.hostname,
+            depends_on=spec.depends_on,
         )
     if spec.type == "local":
         from gem_eval.sandbox.local import LocalSandbox
@@ -42,26 +45,48 @@ def make_sandbox(spec: SandboxSpec, run_id: str | None = None) -> Sandbox:
     raise ValueError(f"sandbox type {spec.type!r} makes no sandbox")
 
 
+def needs_resolving(spec: SandboxSpec) -> bool:
+    """Whether :func:`resolve_image` has anything to do for ``spec``."""
+    builds = spec.build is not None or any(s.build is not None for s in spec.sidecars)
+    return spec.type == "docker" and (builds or bool(spec.image_map))
+
+
 def resolve_image(spec: SandboxSpec, log: Callable[[str], None] = lambda _: None) -> SandboxSpec:
     """``spec`` with ``build`` done (the image built, or found cached, and named) and
-    ``image_map`` applied to a prebuilt ``image``.
+    ``image_map`` applied to a prebuilt ``image``; so too each sidecar's.
 
     An image-map target that is a build directory is built only when the image needs it
     (a ``FROM`` of the Dockerfile, or the prebuilt image, maps to it); ``log`` hears of
     each image actually built.
     """
-    if spec.type != "docker" or (spec.build is None and not spec.image_map):
+    if not needs_resolving(spec):
         return spec
+    sidecars = [
+        s.model_copy(
+            update={"image": _image(s.image, s.build, s.dockerfile, spec, log), "build": None}
+        )
+        for s in spec.sidecars
+    ]
+    image = _image(spec.image, spec.build, spec.dockerfile, spec, log)
+    return spec.model_copy(update={"image": image, "build": None, "sidecars": sidecars})
+
+
+def _image(
+    image: str | None,
+    build: str | None,
+    dockerfile_name: str,
+    spec: SandboxSpec,
+    log: Callable[[str], None],
+) -> str | None:
+    """The image of one container of ``spec``: ``image`` mapped, or ``build`` built."""
     from gem_eval.sandbox.image_map import base_images, matching_key
     from gem_eval.sandbox.images import build_image
 
-    if spec.build is None:
-        key = None if spec.image is None else matching_key(spec.image, spec.image_map)
-        if key is None:
-            return spec
-        return spec.model_copy(update={"image": _built_or_named(spec.image_map[key], log)})
-    context = Path(spec.build)
-    dockerfile = context / spec.dockerfile
+    if build is None:
+        key = None if image is None else matching_key(image, spec.image_map)
+        return image if key is None else _built_or_named(spec.image_map[key], log)
+    context = Path(build)
+    dockerfile = context / dockerfile_name
     if not dockerfile.is_file():
         raise UserError(f"{dockerfile}: no such Dockerfile")
     needed = {matching_key(base, spec.image_map) for base in base_images(dockerfile.read_text())}
@@ -69,8 +94,7 @@ def resolve_image(spec: SandboxSpec, log: Callable[[str], None] = lambda _: None
         key: _built_or_named(target, log) if key in needed else target
         for key, target in spec.image_map.items()
     }
-    image = build_image(context, spec.dockerfile, image_map, log=log)
-    return spec.model_copy(update={"image": image, "build": None})
+    return build_image(context, dockerfile_name, image_map, log=log)
 
 
 def _built_or_named(target: str, log: Callable[[str], None]) -> str:
@@ -92,16 +116,17 @@ def check_available(spec: SandboxSpec) -> None:
         from gem_eval.sandbox import docker_client
         from gem_eval.sandbox.images import BASE_IMAGE
 
-        image = spec.image or BASE_IMAGE
-        try:
-            docker_client.client().images.get(image)
-        except errors.ImageNotFound:
-            hint = (
-                "build it with `gem-eval sandbox build-base`"
-                if image == BASE_IMAGE
-                else "build or load it first (no registry is used)"
-            )
-            raise SandboxUnavailableError(f"Docker image {image!r} not found: {hint}") from None
+        images = [spec.image or BASE_IMAGE] + [s.image or str(s.build) for s in spec.sidecars]
+        for image in images:
+            try:
+                docker_client.client().images.get(image)
+            except errors.ImageNotFound:
+                hint = (
+                    "build it with `gem-eval sandbox build-base`"
+                    if image == BASE_IMAGE
+                    else "build or load it first (no registry is used)"
+                )
+                raise SandboxUnavailableError(f"Docker image {image!r} not found: {hint}") from None
     elif spec.type == "local" and not spec.unsafe and shutil.which("bwrap") is None:
         raise SandboxUnavailableError(
             "bubblewrap (bwrap) is not installed: apt-get install bubblewrap, or set "

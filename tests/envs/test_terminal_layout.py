@@ -373,10 +373,11 @@ def test_tb1_not_a_mapping(tmp_path: Path) -> None:
     assert "task.yaml:1: must be a mapping" in format_error(tb1(tmp_path, yaml_text="- a\n"))
 
 
-def test_tb1_multi_service_compose(tmp_path: Path) -> None:
+def test_tb1_multi_service_compose_needs_a_client(tmp_path: Path) -> None:
+    # Sidecars are read (tests/envs/test_terminal_compose.py); the agent's is `client`.
     compose = """
         services:
-          client:
+          agent:
             build: {dockerfile: Dockerfile}
           db:
             image: postgres:16
@@ -384,7 +385,7 @@ def test_tb1_multi_service_compose(tmp_path: Path) -> None:
     path = tb1(tmp_path, compose=compose)
     message = format_error(path)
     assert message.startswith(f"{path.resolve() / 'docker-compose.yaml'}:1: ")
-    assert "client, db" in message
+    assert "agent, db" in message
 
 
 def test_tb1_missing_run_tests(tmp_path: Path) -> None:

@@ -93,6 +93,9 @@ class TerminalEnv(HostedEnv):
             user=task.agent_user or "root",
             workdir=task.workdir,
             env=task.env,
+            sidecars=task.sidecars,
+            hostname=task.service,
+            depends_on=task.depends_on,
         )
         bash = ToolSpec(name="bash", settings={"timeout_s": self.command_timeout_s})
         return EpisodeResources(

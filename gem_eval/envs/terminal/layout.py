@@ -4,7 +4,8 @@ Terminal-Bench 1 (``task.yaml`` marks it)::
 
     task.yaml          instruction, difficulty, category, tags, parser_name,
                        max_agent_timeout_sec (360), max_test_timeout_sec (60)
-    Dockerfile         or docker-compose.yaml with one service that builds it
+    Dockerfile         built for the agent's container (``client`` in docker-compose.yaml)
+    docker-compose.yaml  optional: the ``client`` service and sidecars (a database...)
     run-tests.sh       copied with tests/ into /tests (TEST_DIR) after the agent is done
     tests/             test_outputs.py ..., run with pytest -rA; every test must pass
     solution.sh        the reference solution (the oracle runs it), or solution.yaml:
@@ -16,7 +17,8 @@ Terminal-Bench 2 / Harbor (``task.toml`` marks it)::
     task.toml          [agent] timeout_sec and user, [verifier] timeout_sec and env,
                        [environment] cpus, memory_mb (or memory = "2G"), allow_internet
                        (or network_mode: public, no-network; an allowlist is no network)
-    environment/       Dockerfile (the build context)
+    environment/       Dockerfile (the build context); docker-compose.yaml: sidecars
+                       beside the agent's service ``main``
     solution/solve.sh  copied to /solution for the oracle
     tests/test.sh      copied with tests/ into /tests; writes /logs/verifier/reward.txt
                        (a number) or reward.json ({name: number})
@@ -29,6 +31,10 @@ Network: ``allow_internet`` is a permission, which a run may take away (a suite'
 internet says so with the gem-eval extension ``requires_internet = true`` (TB2
 ``[environment]``, where Harbor ignores it; TB1 ``task.yaml``): such a run refuses it
 before it starts instead of grading it 0.
+
+Sidecars (the compose file's other services, see :mod:`gem_eval.envs.terminal.compose`)
+run beside the agent's container on a private network per episode, under the same
+network permission.
 """
 
 from __future__ import annotations
@@ -47,7 +53,9 @@ if sys.version_info >= (3, 11):
 else:  # pragma: no cover - Python 3.10
     import tomli as tomllib
 
+from gem_eval.envs.terminal.compose import read_compose
 from gem_eval.errors import TaskFormatError, UserError
+from gem_eval.records import Condition, SidecarSpec
 
 Layout = Literal["tb1", "tb2"]
 # Compose variables of a Terminal-Bench 1 docker-compose.yaml, as its harness sets them.
@@ -82,6 +90,10 @@ class TerminalTask:
         test_weights: TB1: weight per test name.
         audit: Whether the integrity audit runs (gem-eval extension).
         audit_exclude: Paths the agent may change without voiding the grade.
+        service: The agent's compose service (``client``, ``main``; its host name
+            beside the sidecars); ``None`` without a compose file.
+        depends_on: The sidecars the agent's container waits for.
+        sidecars: The compose file's other services.
         difficulty, category, tags: Metadata.
     """
 
@@ -108,6 +120,9 @@ class TerminalTask:
     test_weights: dict[str, float] = field(default_factory=dict)
     audit: bool = True
     audit_exclude: list[str] = field(default_factory=list)
+    service: str | None = None
+    depends_on: dict[str, Condition] = field(default_factory=dict)
+    sidecars: list[SidecarSpec] = field(default_factory=list)
     difficulty: str | None = None
     category: str | None = None
     tags: list[str] = field(default_factory=list)
@@ -190,7 +205,7 @@ def _load_tb1(path: Path) -> TerminalTask:
     _read_audit(task, meta, meta_path, lines)
     if not (path / "run-tests.sh").is_file():
         raise TaskFormatError(path, "a Terminal-Bench 1 task needs run-tests.sh")
-    _read_compose(task, path / "docker-compose.yaml", TB1_COMPOSE_VARS)
+    _read_compose(task, path / "docker-compose.yaml", None, TB1_COMPOSE_VARS)
     return _with_workdir(task)
 
 
@@ -235,7 +250,7 @@ def _load_tb2(path: Path) -> TerminalTask:
     )
     _read_audit(task, verifier, meta_path, {})
     if task.context is not None:
-        _read_compose(task, task.context / "docker-compose.yaml", {})
+        _read_compose(task, task.context / "docker-compose.yaml", "main", {})
     if task.image is None and (
         task.context is None or not (task.context / task.dockerfile).is_file()
     ):
@@ -262,29 +277,21 @@ def _read_audit(
     task.audit, task.audit_exclude = audit, [str(p) for p in exclude]
 
 
-def _read_compose(task: TerminalTask, compose: Path, variables: dict[str, str]) -> None:
-    """Take the build and environment of a one-service ``docker-compose.yaml``."""
+def _read_compose(
+    task: TerminalTask, compose: Path, main: str | None, variables: dict[str, str]
+) -> None:
+    """Take the main service's build and environment and the sidecars of a
+    ``docker-compose.yaml`` (``main``: the agent's service; ``None``: TB1's)."""
     if not compose.is_file():
         return
-    data, _ = _read_yaml(compose)
-    services = data.get("services") or {}
-    if not isinstance(services, dict) or len(services) != 1:
-        names = ", ".join(services) if isinstance(services, dict) else "?"
-        raise TaskFormatError(
-            compose, f"only a single-service compose file is supported (found: {names})", 1
-        )
-    (service,) = services.values()
-    build = service.get("build") or {}
-    if isinstance(build, dict):
-        task.dockerfile = str(build.get("dockerfile") or task.dockerfile)
-        if build.get("context") not in (None, "."):
-            assert task.context is not None
-            task.context = (task.context / str(build["context"])).resolve()
-    environment = service.get("environment") or {}
-    if isinstance(environment, list):
-        environment = dict(str(e).partition("=")[::2] for e in environment)
-    for key, value in environment.items():
-        task.env[str(key)] = _substitute(str(value), variables)
+    read = read_compose(compose, main, variables, task.path)
+    build = read.build
+    task.dockerfile = str(build.get("dockerfile") or task.dockerfile)
+    if build.get("context") not in (None, "."):
+        assert task.context is not None
+        task.context = (task.context / str(build["context"])).resolve()
+    task.env.update(read.env)
+    task.service, task.depends_on, task.sidecars = read.service, read.depends_on, read.sidecars
 
 
 def _with_workdir(task: TerminalTask) -> TerminalTask:
@@ -367,12 +374,3 @@ def _network(environment: dict[str, Any], path: Path) -> bool:
 
 def _text(value: Any) -> str | None:
     return None if value is None else str(value)
-
-
-def _substitute(value: str, variables: dict[str, str]) -> str:
-    """``${NAME}`` and ``$NAME`` from ``variables`` (unknown names left as they are)."""
-    return re.sub(
-        r"\$\{(\w+)\}|\$(\w+)",
-        lambda m: variables.get(m.group(1) or m.group(2), m.group(0)),
-        value,
-    )
