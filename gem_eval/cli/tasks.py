@@ -24,9 +24,11 @@ def check(
         typer.Option("--quiet", "-q", help="Plain progress lines (the default when not a TTY)."),
     ] = False,
 ) -> None:
-    """Play every task with its reference solution (--model oracle) and with an agent
-    that does nothing (--model noop). A healthy task passes the first and fails the
-    second. Prints a table; exit code 1 when any task is broken."""
+    """Play every task with its reference (--model oracle: a solution script, a game's
+    oracle move, a gold answer) and with an agent that does nothing (--model noop). A
+    healthy task passes the first and fails the second; a task with no reference
+    (published MCPMark tasks) is checked with the do-nothing agent only. Prints a table;
+    exit code 1 when any task is broken."""
     import asyncio
 
     from rich.table import Table
@@ -44,9 +46,11 @@ def check(
     progress: Any = LiveProgress() if live else PlainProgress()
 
     def started(plan: Any) -> None:
+        without = len(plan.manifest.extra.get("no_reference", []))
+        note = f" ({without} with no reference: the do-nothing agent only)" if without else ""
         render.console.print(
             f"run [bold]{plan.manifest.run_id}[/]: checking {len(plan.manifest.tasks)} tasks "
-            f"of {plan.manifest.suite} with the oracle and a do-nothing agent"
+            f"of {plan.manifest.suite} with the oracle and a do-nothing agent{note}"
         )
         progress.start(dict(plan.totals), dict(plan.done))
 
@@ -59,18 +63,23 @@ def check(
         raise typer.Exit(130) from None
     progress.stop()
     broken = [h for h in health if not h.healthy]
+    without = sum(not h.reference for h in health)
+    note = f", {without} with no reference solution: do-nothing only" if without else ""
     table = Table(
-        title=f"{len(health) - len(broken)}/{len(health)} tasks healthy (run {run_id})",
+        title=f"{len(health) - len(broken)}/{len(health)} tasks healthy{note} (run {run_id})",
         title_justify="left",
     )
     for name in ("task", "oracle", "do-nothing", "status"):
         table.add_column(name, overflow="fold")
     for h in health:
+        status = "ok" if h.healthy else f"[red]BROKEN[/]: {h.problem}"
+        if not h.reference:
+            status += " (no reference solution: do-nothing only)"
         table.add_row(
             h.task_id,
             "-" if h.oracle is None else f"{h.oracle:g}",
             "-" if h.noop is None else f"{h.noop:g}",
-            "ok" if h.healthy else f"[red]BROKEN[/]: {h.problem}",
+            status,
         )
     render.print_whole(table)
     raise typer.Exit(1 if broken else 0)

@@ -76,6 +76,7 @@ class LocalExecutor(Executor):
         self.provisioner = provisioner or Provisioner()
         self.models: dict[str, Model] = {}
         self.redactor: Redactor | None = None
+        self.tasks: list[TaskSpec] = []
 
     async def start(self, models: list[ModelSpec]) -> None:
         from gem_eval.models.chat_api import ChatAPIModel
@@ -85,6 +86,9 @@ class LocalExecutor(Executor):
             if spec.name not in self.models:
                 model = self.model_factory(spec)
                 self.models[spec.name] = model  # closed by aclose, even if start fails
+                refuse = getattr(model, "check_tasks", None)  # the oracle: tasks it cannot play
+                if refuse is not None:
+                    refuse(self.tasks)
                 await model.start()
                 if isinstance(model, ChatAPIModel) and model.api_base is not None:
                     await check_server(model.name, model.api_base, model.api_key)
@@ -138,6 +142,7 @@ class LocalExecutor(Executor):
 
     def check(self, tasks: list[TaskSpec]) -> None:
         self.provisioner.check(tasks)
+        self.tasks = tasks  # start() asks each model whether it can play them
 
     async def prepare(self, tasks: list[TaskSpec]) -> None:
         await self.provisioner.prepare(tasks)
