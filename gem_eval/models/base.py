@@ -7,6 +7,8 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
+from gem_eval.models.tokens import TOKEN_REQUEST, TokenTrace
+
 Message = dict[str, Any]
 """An OpenAI-style chat message (``role``, ``content``, optional ``tool_calls`` ...)."""
 
@@ -60,6 +62,9 @@ class ModelOutput(BaseModel):
     latency_s: float = 0.0
     retries: int = 0
     model: str = ""
+    tokens: TokenTrace | None = None
+    """Token ids and log-probabilities, when asked for (``GenerateConfig.return_tokens``)
+    and the server returned them."""
 
 
 class GenerateConfig(BaseModel):
@@ -75,6 +80,9 @@ class GenerateConfig(BaseModel):
     seed: int | None = None
     reasoning_effort: str | None = None
     stop: list[str] | None = None
+    return_tokens: bool = False
+    """Ask the server for token ids and log-probabilities (see
+    :mod:`gem_eval.models.tokens`): for RL export from your own server."""
     extra: dict[str, Any] = Field(default_factory=dict)
 
     def sampling_args(self) -> dict[str, Any]:
@@ -87,7 +95,8 @@ class GenerateConfig(BaseModel):
             "reasoning_effort": self.reasoning_effort,
             "stop": self.stop,
         }
-        return {k: v for k, v in args.items() if v is not None} | self.extra
+        tokens = TOKEN_REQUEST if self.return_tokens else {}
+        return {k: v for k, v in args.items() if v is not None} | tokens | self.extra
 
 
 class Model(ABC):

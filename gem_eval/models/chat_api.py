@@ -25,6 +25,7 @@ from gem_eval.models.base import (
 from gem_eval.models.call_timeout import CallTimeout, CallTimeoutError, within
 from gem_eval.models.concurrency import AdaptiveLimit
 from gem_eval.models.retry import Failure, MalformedReplyError, RetryPolicy, with_retries
+from gem_eval.models.tokens import read_tokens
 
 
 class ChatAPIModel(Model):
@@ -140,6 +141,7 @@ class ChatAPIModel(Model):
             finish_reason=getattr(choice, "finish_reason", None),
             usage=self._usage(response),
             model=self.name,
+            tokens=read_tokens(response, choice),
         )
 
     def _usage(self, response: Any) -> Usage:

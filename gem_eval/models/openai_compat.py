@@ -16,6 +16,7 @@ from gem_eval.models.base import GenerateConfig, Message, ModelOutput, ToolCall,
 from gem_eval.models.chat_api import ChatAPIModel
 from gem_eval.models.chat_http import JSONClient
 from gem_eval.models.retry import MalformedReplyError
+from gem_eval.models.tokens import read_tokens
 
 
 class OpenAICompatModel(ChatAPIModel):
@@ -65,6 +66,7 @@ class OpenAICompatModel(ChatAPIModel):
             finish_reason=reason if isinstance(reason, str) else None,
             usage=_usage(response.get("usage")),
             model=self.name,
+            tokens=read_tokens(response, choice),
         )
 
     async def aclose(self) -> None:
