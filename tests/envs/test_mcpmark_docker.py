@@ -8,13 +8,16 @@ reference solution, healthy."""
 from __future__ import annotations
 
 import json
+import shutil
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from gem_eval.models.scripted import ScriptedModel
 from gem_eval.sandbox import cleanup
 from tests.e2e.test_run_cli import ROOT, gem_eval, records, run_dirs
+from tests.envs.test_mcp_docker import call, play, tool_events
 from tests.fixtures.openai_server import FakeOpenAIServer, Reply, ToolCallSpec
 
 pytestmark = pytest.mark.docker
@@ -106,3 +109,29 @@ def test_doing_nothing_scores_0_and_tasks_check_reports_no_reference_solution(
     manifest = json.loads((run_dir / "manifest.json").read_text())
     assert manifest["status"] == "finished"
     assert cleanup.find(manifest["run_id"], include_live=True) == []
+
+
+def test_a_plain_sql_dump_converted_by_a_newer_postgresql_loads(tmp_path: Path) -> None:
+    """``postgres_state/<category>.sql`` (what ``pg_restore -f`` of a PostgreSQL 17 archive
+    writes: a ``transaction_timeout`` that 15 lacks) is used before the archive."""
+    checkout = tmp_path / "mcpmark"
+    shutil.copytree(CHECKOUT, checkout)
+    (checkout / "postgres_state" / "shop.sql").write_text(
+        "SET statement_timeout = 0;\n"
+        "SET transaction_timeout = 0;\n"
+        "CREATE TABLE public.items (id int PRIMARY KEY, name text NOT NULL, stock int NOT NULL);\n"
+        "INSERT INTO public.items VALUES (1, 'ladle', 0), (2, 'teapot', 5), (3, 'mug', 0),"
+        " (4, 'tray', 2);\n"
+    )
+    model = ScriptedModel(
+        [
+            call("execute_sql", sql="SELECT name FROM items WHERE stock = 0 ORDER BY id"),
+            call("execute_sql", sql="UPDATE items SET stock = 10 WHERE stock = 0"),
+            "Done.",
+        ]
+    )
+    record, _, run_id = play(checkout / "tasks" / "postgres" / "shop" / "restock", model)
+    select, update = tool_events(record)
+    assert "ladle" in select.output and not update.is_error  # the .sql, not the archive
+    assert record.outcome == "completed" and record.score == 1.0
+    assert cleanup.find(run_id, include_live=True) == []

@@ -108,15 +108,44 @@ def test_the_category_id_of_meta_json_names_the_state(tmp_path: Path) -> None:
     assert task.category == "notes"  # the id stays the directory's
 
 
-def test_a_pg_dump_archive_wins_over_a_plain_dump_and_a_prepare_script(tmp_path: Path) -> None:
+def test_a_plain_sql_dump_wins_over_an_archive_and_either_over_a_prepare_script(
+    tmp_path: Path,
+) -> None:
     checkout = tmp_path / "mcpmark"
     shutil.copytree(CHECKOUT, checkout)
     state = checkout / "postgres_state"
-    (state / "audit.sql").write_text("CREATE TABLE events (kind text);\n")
     events = checkout / "tasks" / "postgres" / "standard" / "audit" / "event_counts"
-    assert load_task(events).state == StartState("sql_dump", state / "audit.sql")
     shutil.copy(state / "shop.backup", state / "audit.backup")
     assert load_task(events).state == StartState("pg_dump", state / "audit.backup")
+    (state / "audit.sql").write_text("CREATE TABLE events (kind text);\n")
+    assert load_task(events).state == StartState("sql_dump", state / "audit.sql")
+
+
+@pytest.mark.parametrize(("minor", "ok"), [(14, True), (15, False), (16, False)])
+def test_an_archive_newer_than_postgresql_15_reads_is_a_load_error(
+    tmp_path: Path, minor: int, ok: bool
+) -> None:
+    checkout = tmp_path / "mcpmark"
+    shutil.copytree(CHECKOUT, checkout)
+    archive = checkout / "postgres_state" / "shop.backup"
+    data = archive.read_bytes()
+    assert data[:7] == b"PGDMP\x01\x0e"  # made by PostgreSQL 15: format 1.14
+    archive.write_bytes(data[:6] + bytes([minor]) + data[7:])
+    restock = checkout / "tasks" / "postgres" / "shop" / "restock"
+    if ok:
+        assert load_task(restock).state == StartState("pg_dump", archive)
+        return
+    with pytest.raises(TaskFormatError) as err:
+        load_task(restock)
+    assert str(err.value) == (
+        f"{archive}: a pg_dump archive of format 1.{minor}, newer than PostgreSQL 15's "
+        "pg_restore reads (1.14): convert it with a pg_restore as new as the archive, "
+        f"`pg_restore --no-owner --no-privileges -f {archive.with_suffix('.sql')} {archive}`; "
+        "gem-eval then loads shop.sql"
+    )
+    archive.write_text("-- plain SQL under an archive's name\n")
+    with pytest.raises(TaskFormatError, match="not a pg_dump custom-format archive"):
+        load_task(restock)
 
 
 def test_a_task_of_a_service_that_needs_an_account_alone_is_refused_in_one_line() -> None:

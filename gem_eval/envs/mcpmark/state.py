@@ -9,9 +9,11 @@ Looked for in this order (the first found wins):
 
    * ``filesystem``: ``test_environments/<category>/``, the tree MCPMark copies for each
      task (``FILESYSTEM_TEST_ROOT``'s default; MCPMark downloads it there on first use).
-   * ``postgres``: ``postgres_state/<category>.backup`` (a ``pg_dump -Fc`` archive, read
-     with ``pg_restore``) or ``postgres_state/<category>.sql`` (plain SQL): MCPMark
-     restores a database named after the category from that file and clones it per task.
+   * ``postgres``: ``postgres_state/<category>.backup``, the ``pg_dump -Fc`` archive from
+     which MCPMark restores a database named after the category and clones it per task
+     (read with PostgreSQL 15's ``pg_restore``, which reads archive formats up to 1.14:
+     a newer archive is a load error saying how to convert it), or a plain-SQL
+     ``postgres_state/<category>.sql`` (that conversion; used first when both exist).
      Categories without one (MCPMark's ``security``, ``vectors``) start from an empty
      database that the task's ``prepare_environment.py`` fills.
 
@@ -34,7 +36,11 @@ POSTGRES_STATE = "postgres_state"
 PREPARE_SCRIPT = "prepare_environment.py"
 
 StateKind = Literal["tree", "init_sql", "pg_dump", "sql_dump", "prepare"]
-_DUMPS: tuple[tuple[str, StateKind], ...] = ((".backup", "pg_dump"), (".sql", "sql_dump"))
+_DUMPS: tuple[tuple[str, StateKind], ...] = ((".sql", "sql_dump"), (".backup", "pg_dump"))
+ARCHIVE_MAGIC = b"PGDMP"
+ARCHIVE_FORMAT_MAX = (1, 14)
+"""The newest ``pg_dump -Fc`` archive format the service's pg_restore (PostgreSQL 15)
+reads (PostgreSQL 16 writes 1.15, 17 writes 1.16)."""
 
 
 @dataclass(frozen=True)
@@ -89,6 +95,8 @@ def find_state(service: str, task_dir: Path, category: str, service_dir: Path) -
                 dump = root / POSTGRES_STATE / f"{category}{suffix}"
                 looked.append(dump)
                 if dump.is_file():
+                    if kind == "pg_dump":
+                        _check_archive(dump)
                     return StartState(kind, dump)
         script = task_dir / PREPARE_SCRIPT
         looked.append(script)
@@ -99,3 +107,21 @@ def find_state(service: str, task_dir: Path, category: str, service_dir: Path) -
         f"no starting state for {service} category {category!r}: looked for "
         + ", ".join(str(p) for p in dict.fromkeys(looked)),
     )
+
+
+def _check_archive(path: Path) -> None:
+    """Refuse, at load time, an archive the service's ``pg_restore`` cannot read."""
+    with path.open("rb") as f:
+        head = f.read(len(ARCHIVE_MAGIC) + 2)
+    if not head.startswith(ARCHIVE_MAGIC) or len(head) < len(ARCHIVE_MAGIC) + 2:
+        raise TaskFormatError(path, "not a pg_dump custom-format archive (pg_dump -Fc)")
+    version = (head[len(ARCHIVE_MAGIC)], head[len(ARCHIVE_MAGIC) + 1])
+    if version > ARCHIVE_FORMAT_MAX:
+        sql = path.with_suffix(".sql")
+        raise TaskFormatError(
+            path,
+            f"a pg_dump archive of format {version[0]}.{version[1]}, newer than PostgreSQL "
+            f"15's pg_restore reads ({ARCHIVE_FORMAT_MAX[0]}.{ARCHIVE_FORMAT_MAX[1]}): "
+            "convert it with a pg_restore as new as the archive, `pg_restore --no-owner "
+            f"--no-privileges -f {sql} {path}`; gem-eval then loads {sql.name}",
+        )
