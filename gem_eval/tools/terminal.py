@@ -132,10 +132,10 @@ class TerminalTool(Tool):
             where = f"screen, cursor at line {after.cursor_y + 1}, column {after.cursor_x + 1}"
         else:
             where = "new output"
-        if after.command == session.shell:
+        if after.at_prompt:
             front = f"the shell ({session.shell}) is in the foreground"
         else:
-            front = f"{after.command} is in the foreground after {waited:.1f} s"
+            front = f"{after.command} in the foreground after {waited:.1f} s"
         body = _cap(text, self.output_limit) if text else "(nothing on the screen)"
         return ToolResult(
             output="\n".join([*notes, body, f"[{where}; {front}]"]),
@@ -176,7 +176,7 @@ class TerminalTool(Tool):
             if quiet < SETTLE_S:
                 await asyncio.sleep(min(SETTLE_S - quiet, deadline - now))
                 continue
-            if (await session.state()).command == session.shell:
+            if (await session.state()).at_prompt:
                 return
             await asyncio.sleep(min(POLL_S, deadline - now))
 

@@ -33,6 +33,7 @@ from typing import TYPE_CHECKING
 
 from gem_eval.errors import SandboxError
 from gem_eval.tools import tmux_bundle
+from gem_eval.tools.foreground import ForegroundProbe
 
 if TYPE_CHECKING:
     from gem_eval.sandbox.base import Sandbox, SandboxProcess
@@ -60,7 +61,8 @@ class PaneState:
         cursor_x: The cursor's column (0-based).
         cursor_y: The cursor's row on the screen (0-based).
         alternate: A full-screen program (vi, less) has the alternate screen up.
-        command: The name of the program in the pane's foreground.
+        command: The names of the programs in the pane's foreground.
+        at_prompt: The pane's shell has the terminal (nothing it started runs in front).
     """
 
     history: int
@@ -68,6 +70,7 @@ class PaneState:
     cursor_y: int
     alternate: bool
     command: str
+    at_prompt: bool
 
 
 def quote(arg: str) -> str:
@@ -132,6 +135,7 @@ class TmuxSession:
         self._recent_base = 0
         self._failure: SandboxError | None = None
         self.ended = False
+        self.probe = ForegroundProbe(sandbox, user)
 
     @property
     def alive(self) -> bool:
@@ -161,7 +165,8 @@ class TmuxSession:
             await self.close()
             raise self._failure or SandboxError(f"tmux did not start: {said or 'no output'}")
         await self.settle(5.0, first=True)
-        self.shell = (await self.state()).command
+        shell = quote("#{pane_current_command}")
+        (self.shell,) = await self.command(f"display-message -p -t {self.name} {shell}")
 
     async def settle(self, limit: float, *, first: bool = False) -> None:
         """Wait until the pane has been quiet for :data:`SETTLE_S` (at most ``limit`` s;
@@ -208,11 +213,19 @@ class TmuxSession:
             )
 
     async def state(self) -> PaneState:
-        """The pane's scroll-back size, cursor, screen and foreground program."""
-        fields = "#{history_size} #{cursor_x} #{cursor_y} #{alternate_on} #{pane_current_command}"
-        (line,) = await self.command(f"display-message -p -t {self.name} {quote(fields)}")
-        history, x, y, alternate, *command = line.split(" ", 4)
-        return PaneState(int(history), int(x), int(y), alternate == "1", "".join(command))
+        """The pane's scroll-back size, cursor, screen and foreground programs (asked of
+        ``/proc``, see :mod:`~gem_eval.tools.foreground`; tmux's own answer if that fails)."""
+        fields = "#{history_size} #{cursor_x} #{cursor_y} #{alternate_on} #{pane_pid}"
+        (line,) = await self.command(
+            f"display-message -p -t {self.name} {quote(fields + ' #{pane_current_command}')}"
+        )
+        history, x, y, alternate, pid, *command = line.split(" ", 5)
+        names = await self.probe.ask(int(pid)) if pid.isdigit() else None
+        if names is None:  # tmux's answer: right unless a pipeline's leader has exited
+            at_prompt, front = "".join(command) == self.shell, "".join(command)
+        else:
+            at_prompt, front = not names, ", ".join(dict.fromkeys(names)) or self.shell
+        return PaneState(int(history), int(x), int(y), alternate == "1", front, at_prompt)
 
     async def capture(self, start: int | None = None) -> str:
         """The visible screen, or (``start``) the lines from ``start`` (negative: in the
@@ -242,6 +255,7 @@ class TmuxSession:
 
     async def close(self) -> None:
         """End the session and its server (safe to call twice)."""
+        await self.probe.close()
         process, self.process = self.process, None
         if process is None:
             return

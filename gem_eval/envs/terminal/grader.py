@@ -15,10 +15,11 @@
 
 from __future__ import annotations
 
+import asyncio
 import shlex
 from typing import Any
 
-from gem_eval.envs.terminal import verifier
+from gem_eval.envs.terminal import keystrokes, verifier
 from gem_eval.envs.terminal.audit import WORK_PREFIX
 from gem_eval.envs.terminal.layout import TerminalTask
 from gem_eval.envs.terminal.results import parse_pytest, parse_reward, pytest_reward
@@ -123,8 +124,15 @@ async def run_solution(sandbox: Sandbox, task: TerminalTask) -> str:
     """Run the reference solution as the oracle agent; its output's tail."""
     if task.solution is None:
         raise FileNotFoundError(
-            f"{task.path}: no reference solution (solution.sh or solution/solve.sh)"
+            f"{task.path}: no reference solution (solution.sh, solution.yaml or solution/solve.sh)"
         )
+    if task.solution.suffix == ".yaml":  # TB1 keystrokes, played into a tmux session
+        commands = keystrokes.load_commands(task.solution)
+        playing = keystrokes.play(sandbox, commands, user="root", cwd=task.workdir)
+        try:
+            return (await asyncio.wait_for(playing, task.agent_timeout_s))[-TAIL_CHARS:]
+        except asyncio.TimeoutError:
+            return f"[solution.yaml: timed out after {task.agent_timeout_s:g} s]"
     if task.layout == "tb1":
         await sandbox.write_file(
             "/oracle/solution.sh", task.solution.read_bytes(), mode=0o755, owner="root"
