@@ -176,13 +176,21 @@ def test_a_directory_leaves_them_out_with_one_warning_line(
     )
 
 
-def test_a_directory_of_unsupported_tasks_only_is_an_error_saying_so() -> None:
+def test_a_directory_of_unsupported_tasks_only_is_an_error_saying_so(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
     with pytest.raises(UserError) as err:
         find_tasks(TASKS / "github")
     assert str(err.value) == (
         f"{TASKS / 'github'}: no MCP task that runs here; left out 1 MCP task(s) of "
         "services that do not run here: github (1: needs a GitHub account and token)"
     )
+    with (
+        caplog.at_level(logging.WARNING, logger="gem_eval"),
+        pytest.raises(UserError, match="no MCP task that runs here"),
+    ):
+        McpTaskEnv.expand({"path": str(TASKS / "github")})
+    assert caplog.records == []  # the error says it all, once
 
 
 def test_starting_states_are_not_searched_for_tasks(tmp_path: Path) -> None:

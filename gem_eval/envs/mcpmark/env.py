@@ -63,10 +63,12 @@ class McpTaskEnv(HostedEnv):
     def task_dirs(cls, root: Path) -> list[Path] | None:
         if is_task_dir(root):
             return None
-        skipped = scan(root).skipped() if root.is_dir() else None
+        found = scan(root)
+        tasks = find_tasks(root, found)  # none that runs here: an error that names the rest
+        skipped = found.skipped()
         if skipped is not None:
             log.warning("%s: %s", root, skipped)
-        return find_tasks(root)
+        return tasks
 
     @classmethod
     def expanded(cls, task_dir: Path, args: dict[str, Any]) -> ExpandedTask:

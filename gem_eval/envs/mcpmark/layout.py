@@ -162,13 +162,14 @@ def scan(root: Path) -> Scan:
     return out
 
 
-def find_tasks(root: Path) -> list[Path]:
-    """The task directories under ``root`` that run here, sorted.
+def find_tasks(root: Path, found: Scan | None = None) -> list[Path]:
+    """The task directories under ``root`` that run here, sorted (from ``found``, its
+    :func:`scan`, when given).
 
     Raises:
         UserError: ``root`` holds no task that runs here (the message says which it has).
     """
-    found = scan(root)
+    found = found or scan(root)
     if not found.tasks:
         raise UserError(f"{root}: no MCP task that runs here; {found.skipped()}")
     return found.tasks
