@@ -1,8 +1,9 @@
 """Play one episode of an env with a policy (no model) and keep it as a trajectory.
 
 The episode is the same :class:`~gem_eval.agent.trajectory.Trajectory` the agent loop
-writes (one step per action, the policy's action as the step's output text), so its
-returns are computed by one definition (:mod:`gem_eval.returns`) whoever played it.
+writes in its text mode (one step per action, the policy's action as the step's output
+text and an assistant message, each observation a user message), so its returns and its
+RL transitions are computed by one definition whoever played it.
 """
 
 from __future__ import annotations
@@ -44,6 +45,7 @@ def rollout(
         seed=seed,
         tool_mode="text",
         initial_observation=obs,
+        messages=[{"role": "user", "content": obs}],
     )
     if on_turn:
         on_turn(traj)
@@ -64,9 +66,14 @@ def rollout(
             )
         )
         done = terminated or truncated
+        traj.messages.append({"role": "assistant", "content": action})
+        if not done:
+            traj.messages.append({"role": "user", "content": obs})
         if on_turn:
             on_turn(traj)
-    traj.success = bool(traj.steps and traj.steps[-1].info.get("success"))
+    if traj.steps:  # as the agent loop decides it
+        last = traj.steps[-1]
+        traj.success = bool(last.info.get("success", last.terminated and last.reward > 0))
     if not done:  # as the agent loop: an env's own end is ``completed``
         traj.outcome, traj.truncated_by = "truncated", "max_turns"
     traj.duration_s = time.perf_counter() - started

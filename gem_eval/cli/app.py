@@ -11,6 +11,7 @@ from gem_eval.cli.envs import envs_app
 from gem_eval.cli.play import play
 from gem_eval.cli.report import compare, gate, leaderboard
 from gem_eval.cli.results import results_app
+from gem_eval.cli.rollout import rollout
 from gem_eval.cli.run import run
 from gem_eval.cli.sandbox import sandbox_app
 from gem_eval.cli.suites import suites_app
@@ -27,6 +28,7 @@ app = typer.Typer(
     rich_markup_mode=None,
 )
 app.command()(run)
+app.command()(rollout)
 app.command()(leaderboard)
 app.command()(compare)
 app.command()(gate)

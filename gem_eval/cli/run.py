@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import sys
-from typing import Annotated, Any
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
@@ -17,6 +18,9 @@ from gem_eval.cli.options import (
     parse_key_values,
 )
 from gem_eval.errors import UserError
+
+if TYPE_CHECKING:
+    from gem_eval.runner import RunSummary
 
 
 def run(
@@ -111,6 +115,64 @@ def run(
     --model-backend, --api-key-env, --timeout, --max-retries, --max-connections,
     --concurrency, --max-cost); changes to what is measured need --force.
     """
+    _, summary = play_suite(
+        suite,
+        model,
+        resume=resume,
+        limit=limit,
+        epochs=epochs,
+        seed=seed,
+        max_turns=max_turns,
+        concurrency=concurrency,
+        max_attempts=max_attempts,
+        max_cost=max_cost,
+        model_arg=model_arg,
+        model_base_url=model_base_url,
+        model_backend=model_backend,
+        api_key_env=api_key_env,
+        max_connections=max_connections,
+        max_retries=max_retries,
+        timeout=timeout,
+        sandbox=sandbox,
+        image_map=image_map,
+        no_network=no_network,
+        force=force,
+        results_dir=results_dir,
+        quiet=quiet,
+        command="run",
+    )
+    raise typer.Exit(summary.exit_code)
+
+
+def play_suite(
+    suite: str | None,
+    model: list[str] | None,
+    *,
+    resume: str | None = None,
+    limit: int | None = None,
+    epochs: int | None = None,
+    seed: int | None = None,
+    max_turns: int | None = None,
+    concurrency: int | None = None,
+    max_attempts: int | None = None,
+    max_cost: float | None = None,
+    model_arg: list[str] | None = None,
+    model_base_url: str | None = None,
+    model_backend: str | None = None,
+    api_key_env: str | None = None,
+    max_connections: int | None = None,
+    max_retries: int | None = None,
+    timeout: float | None = None,
+    sandbox: str | None = None,
+    image_map: list[str] | None = None,
+    no_network: bool = False,
+    force: bool = False,
+    results_dir: Path = DEFAULT_RESULTS_DIR,
+    quiet: bool = False,
+    command: str = "run",
+) -> tuple[str, RunSummary]:
+    """Plan, play and summarise a run as ``gem-eval run`` does (``command`` names the
+    command the resume hints show); the run's id and summary. Ctrl-C exits 130."""
     import asyncio
 
     from gem_eval.cli import render
@@ -196,17 +258,17 @@ def run(
 
     render.route_library_log()
     try:
-        summary = asyncio.run(main())
+        summary: RunSummary = asyncio.run(main())
     except (KeyboardInterrupt, asyncio.CancelledError):  # Ctrl-C, or SIGTERM before the runner
         progress.stop()
-        render.console.print(f"interrupted: resume with gem-eval run --resume {run_id}")
+        render.console.print(f"interrupted: resume with gem-eval {command} --resume {run_id}")
         raise typer.Exit(130) from None
     progress.stop()
     render.run_summary(results_dir, run_id, summary)
     if summary.status == "interrupted":
-        render.console.print(f"interrupted: resume with gem-eval run --resume {run_id}")
+        render.console.print(f"interrupted: resume with gem-eval {command} --resume {run_id}")
     elif summary.failure() is not None:
         print(f"error: {summary.failure()}", file=sys.stderr)
     elif summary.exit_code == 3:
-        render.console.print(f"to play them again: gem-eval run --resume {run_id}")
-    raise typer.Exit(summary.exit_code)
+        render.console.print(f"to play them again: gem-eval {command} --resume {run_id}")
+    return run_id, summary

@@ -1,0 +1,168 @@
+"""``gem-eval rollout``: collect RL experience and write it as a batch for a trainer.
+
+The episodes are played exactly as ``gem-eval run`` plays them (same agent loop,
+executor, concurrency, records and ``--resume``); then their transitions, returns and
+advantages are written by :mod:`gem_eval.rl.batch`.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from gem_eval.cli.options import (
+    DEFAULT_RESULTS_DIR,
+    ApiKeyEnv,
+    ModelBackend,
+    ModelBaseUrl,
+    ResultsDir,
+    parse_key_values,
+)
+from gem_eval.errors import UserError
+
+SUITE_FILE = "suite.yaml"
+
+
+def rollout(
+    target: Annotated[
+        str | None,
+        typer.Argument(
+            help="An env id (game:GuessTheNumber-v0-easy) or a suite (name or path). "
+            "Not with --resume."
+        ),
+    ] = None,
+    model: Annotated[str | None, typer.Option("--model", "-m", help="The policy's model.")] = None,
+    out: Annotated[Path, typer.Option(help="Where the batch goes (a directory).")] = Path(
+        "rollouts"
+    ),
+    episodes: Annotated[
+        int | None, typer.Option(min=1, help="Episodes of an env id (its samples).")
+    ] = None,
+    samples: Annotated[
+        int | None, typer.Option(min=1, help="Samples (seeds) per task; GRPO's groups.")
+    ] = None,
+    epochs: Annotated[
+        int | None, typer.Option(min=1, help="Episodes per sample (GRPO's group size).")
+    ] = None,
+    gamma: Annotated[float, typer.Option(min=0.0, max=1.0, help="Discount factor.")] = 1.0,
+    estimator: Annotated[
+        str, typer.Option(help="Advantages: rebn, grpo, reinforce or reinforce_baseline.")
+    ] = "rebn",
+    file_format: Annotated[
+        list[str] | None,
+        typer.Option("--format", help="parquet and/or jsonl (repeatable).  [default: both]"),
+    ] = None,
+    tokens: Annotated[
+        bool | None,
+        typer.Option(
+            "--tokens/--no-tokens",
+            help="Ask the server for token ids and logprobs.  [default: with --model-base-url]",
+        ),
+    ] = None,
+    seed: Annotated[int | None, typer.Option(help="Base seed of the samples.")] = None,
+    max_turns: Annotated[int | None, typer.Option(help="Model calls per episode.")] = None,
+    concurrency: Annotated[int | None, typer.Option(min=1, help="Episodes in flight.")] = None,
+    model_arg: Annotated[
+        list[str] | None,
+        typer.Option("--model-arg", "-M", help="Generation setting key=value (temperature=1)."),
+    ] = None,
+    model_base_url: ModelBaseUrl = None,
+    model_backend: ModelBackend = None,
+    api_key_env: ApiKeyEnv = None,
+    resume: Annotated[
+        str | None, typer.Option(help="RUN_ID or 'latest': play what is missing, then write.")
+    ] = None,
+    results_dir: ResultsDir = DEFAULT_RESULTS_DIR,
+    quiet: Annotated[bool, typer.Option("--quiet", "-q", help="Plain progress lines.")] = False,
+) -> None:
+    """Play episodes as `run` does and write their transitions with returns-to-go and
+    advantages (Parquet and JSONL, schema in batch.json) for a trainer.
+
+    Exit codes as `run`'s; the batch is written whenever some episode was scored.
+    """
+    from gem_eval.cli import render
+    from gem_eval.cli.run import play_suite
+    from gem_eval.rl.batch import build_batch, check_formats, write_batch
+    from gem_eval.rl.estimators import ESTIMATORS
+    from gem_eval.store import RunDir
+
+    formats = file_format or ["parquet", "jsonl"]
+    check_formats(formats)
+    if estimator not in ESTIMATORS:
+        raise UserError(f"unknown estimator {estimator!r}: choose one of {', '.join(ESTIMATORS)}")
+    args = list(model_arg or [])
+    if tokens if tokens is not None else model_base_url is not None:
+        args.append("return_tokens=true")
+    suite, limit = None, samples
+    if resume is None:
+        if target is None or model is None:
+            raise UserError("name an env id or a suite, and --model (or --resume a rollout)")
+        suite, limit = _suite_for(target, out, episodes, samples, gamma)
+    elif target is not None:
+        raise UserError("--resume replays the rollout's own suite: drop the env id or suite")
+    parse_key_values(args, "--model-arg")  # one-line errors before any episode
+    run_id, summary = play_suite(
+        suite,
+        [model] if model else None,
+        resume=resume,
+        limit=limit,
+        epochs=epochs,
+        seed=seed,
+        max_turns=max_turns,
+        concurrency=concurrency,
+        model_arg=args if (model_arg or resume is None) else None,
+        model_base_url=model_base_url,
+        model_backend=model_backend,
+        api_key_env=api_key_env,
+        results_dir=results_dir,
+        quiet=quiet,
+        command="rollout",
+    )
+    if summary.status == "interrupted" or summary.failure() is not None:
+        raise typer.Exit(summary.exit_code)
+    run = RunDir.open(results_dir, run_id)
+    frame, about = build_batch(run.latest_by_key().values(), gamma, estimator)
+    written = write_batch(frame, {**about, "run_id": run_id}, out, formats)
+    skipped = ", ".join(f"{n} {k}" for k, n in sorted(about["skipped"].items()))
+    render.console.print(
+        f"batch: {about['transitions']} transitions of {about['episodes']} episodes "
+        f"({estimator}, γ={gamma}"
+        + (f"; {about['with_tokens']} with token ids" if about["with_tokens"] else "")
+        + (f"; left out: {skipped}" if skipped else "")
+        + f") -> {', '.join(str(p) for p in written)}"
+    )
+    if summary.exit_code:
+        print(f"[gem-eval] exit {summary.exit_code}: see the run's summary above", file=sys.stderr)
+    raise typer.Exit(summary.exit_code)
+
+
+def _suite_for(
+    target: str, out: Path, episodes: int | None, samples: int | None, gamma: float
+) -> tuple[str, int | None]:
+    """The suite to play: ``target`` itself, or for an env id a one-task suite written
+    into ``out`` (kept there, so that --resume finds it); and the run's --limit."""
+    import yaml
+
+    from gem_eval.registration import spec
+    from gem_eval.suites.loader import find_suite
+    from gem_eval.suites.schema import SuiteError
+
+    try:
+        return str(find_suite(target)), samples
+    except SuiteError as not_a_suite:
+        if ":" not in target:
+            raise
+        try:
+            spec(target)
+        except Exception:
+            raise not_a_suite from None
+    if episodes is not None and samples is not None:
+        raise UserError("--episodes and --samples say the same for an env id: give one")
+    out.mkdir(parents=True, exist_ok=True)
+    path = out / SUITE_FILE
+    task = {"id": target, "env": target, "samples": episodes or samples or 1, "gamma": gamma}
+    path.write_text(yaml.safe_dump({"name": f"rollout-{target}", "tasks": [task]}))
+    return str(path.resolve()), None
