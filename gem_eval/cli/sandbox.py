@@ -63,12 +63,15 @@ def cleanup_command(
         bool, typer.Option("--all", help="Also containers of runs still going.")
     ] = False,
 ) -> None:
-    """Remove containers left by runs whose process is gone (killed with SIGKILL, a
-    crashed machine)."""
+    """Remove containers (and their networks) left by runs whose process is gone (killed
+    with SIGKILL, a crashed machine)."""
     from gem_eval.cli.render import console
     from gem_eval.sandbox import cleanup
 
     removed = cleanup.remove_leftovers(run, include_live=all_)
+    networks = cleanup.remove_leftover_networks(run, include_live=all_)
     console.print(
-        f"removed {len(removed)} container(s)" + (f": {' '.join(removed)}" * bool(removed))
+        f"removed {len(removed)} container(s)"
+        + (f" and {len(networks)} network(s)" * bool(networks))
+        + (f": {' '.join(removed + networks)}" * bool(removed or networks))
     )

@@ -9,8 +9,8 @@ containers when it ends normally, on an exception and on Ctrl-C/SIGTERM (the san
 a run ends, :func:`remove_run` removes whatever still carries its label, found through
 the engine rather than this process's memory (containers whose removal failed while the
 engine was away, for one), waiting a while for an absent engine. A run killed with
-SIGKILL cannot clean up: :func:`remove_leftovers` (``gem-eval sandbox cleanup``)
-removes containers whose owning process is gone.
+SIGKILL cannot clean up: :func:`remove_leftovers` and :func:`remove_leftover_networks`
+(``gem-eval sandbox cleanup``) remove what belongs to a process that is gone.
 """
 
 from __future__ import annotations
@@ -151,13 +151,20 @@ def find_networks(run_id: str | None = None, include_live: bool = False) -> list
 
 
 def remove_leftovers(run_id: str | None = None, include_live: bool = False) -> list[str]:
-    """Remove the containers :func:`find` returns, then the networks
-    :func:`find_networks` returns; their short ids."""
+    """Remove the containers :func:`find` returns; their short ids (their networks go
+    with :func:`remove_leftover_networks`, called after)."""
     removed = []
     for container in find(run_id, include_live):
         with contextlib.suppress(Exception):
             container.remove(force=True)
             removed.append(container.short_id)
+    return removed
+
+
+def remove_leftover_networks(run_id: str | None = None, include_live: bool = False) -> list[str]:
+    """Remove the networks :func:`find_networks` returns (once their containers are
+    gone: a network in use stays); their short ids."""
+    removed = []
     for network in find_networks(run_id, include_live):
         with contextlib.suppress(Exception):
             network.remove()
