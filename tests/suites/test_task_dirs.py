@@ -38,6 +38,7 @@ def mcp_task(root: Path, category: str, name: str, difficulty: str | None = None
     path = root / "filesystem" / category / name
     write(path / "description.md", "Tidy up.\n")
     write(path / "verify.py", "raise SystemExit(0)\n")
+    write(path / "initial_state" / "notes.txt", "x\n")  # a task needs a starting state
     if difficulty:
         write(path / "meta.json", f'{{"difficulty": "{difficulty}"}}')
     return path
