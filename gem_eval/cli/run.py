@@ -228,6 +228,7 @@ def play_suite(
     models = [ModelSpec(name=m, args=args, **given) for m in model or []]
     settings = {k: v for k, v in {**measured, **control}.items() if v is not None}
     options = RunOptions(**settings)
+    render.route_library_log()  # the plan's notices (tasks left out) too
     plan = plan_run(suite, models, options, results_dir, resume=resume, request=request)
     run_id = plan.manifest.run_id
     live = not quiet and sys.stderr.isatty()
@@ -256,7 +257,6 @@ def play_suite(
 
         return await execute_run(plan, sinks=[progress], log=log)
 
-    render.route_library_log()
     try:
         summary: RunSummary = asyncio.run(main())
     except (KeyboardInterrupt, asyncio.CancelledError):  # Ctrl-C, or SIGTERM before the runner
