@@ -88,6 +88,20 @@ class Sidecars:
         self.network = f"gem-eval-{uuid.uuid4().hex[:12]}"
         options = {INHIBIT_IPV4: "true"} if self.internal else {}
         api = docker_client.client().api
+        try:
+            await self._network(api, options)
+        except SandboxError as exc:
+            if "address pool" not in str(exc):
+                raise
+            raise SandboxError(
+                f"{exc} (a sandbox with sidecars has a network of its own; `gem-eval sandbox "
+                "cleanup` removes those of killed runs)"
+            ) from None
+        for name in _order(self.specs, exclude=self._late):
+            await self._start(self.specs[name])
+        await self._wait(self.box.depends_on)
+
+    async def _network(self, api: Any, options: dict[str, str]) -> None:
         await _shielded(
             docker_client.call(
                 "creating the sidecars' network",
@@ -101,9 +115,6 @@ class Sidecars:
             ),
             lambda _: cleanup.track_network(str(self.network)),
         )
-        for name in _order(self.specs, exclude=self._late):
-            await self._start(self.specs[name])
-        await self._wait(self.box.depends_on)
 
     async def start_after(self) -> None:
         """Start the sidecars that depend on the container (it runs now)."""
