@@ -10,6 +10,7 @@ from gem_eval._version import __version__
 from gem_eval.cli.envs import envs_app
 from gem_eval.cli.play import play
 from gem_eval.cli.report import compare, gate, leaderboard
+from gem_eval.cli.report_html import report, view
 from gem_eval.cli.results import results_app
 from gem_eval.cli.rollout import rollout
 from gem_eval.cli.run import run
@@ -32,6 +33,8 @@ app.command()(rollout)
 app.command()(leaderboard)
 app.command()(compare)
 app.command()(gate)
+app.command()(report)
+app.command()(view)
 app.command()(play)
 app.add_typer(envs_app, name="envs")
 app.add_typer(suites_app, name="suites")

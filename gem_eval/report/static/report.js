@@ -1,0 +1,210 @@
+"use strict";
+// The report's script: sortable leaderboard, episode filters and pages, and the transcript
+// viewer, which unpacks one episode's gzip JSON (DecompressionStream) when it is opened.
+(function () {
+  const DATA = JSON.parse(document.getElementById("gem-data").textContent);
+  let TRANSCRIPTS = null; // parsed on the first opened episode
+  const PAGE = 50;
+  const F = {};
+  DATA.fields.forEach((name, i) => { F[name] = i; });
+  const KEYS = new Set(["model", "task_id", "category", "run_id"]);
+  const $ = (id) => document.getElementById(id);
+
+  function el(tag, attrs, ...children) {
+    const node = document.createElement(tag);
+    for (const [k, v] of Object.entries(attrs || {})) {
+      if (v !== null && v !== undefined) node.setAttribute(k, v);
+    }
+    for (const c of children) {
+      if (c === null || c === undefined) continue;
+      node.append(c instanceof Node ? c : String(c));
+    }
+    return node;
+  }
+  function fmt(col, v) {
+    if (v === null || v === undefined) return "-";
+    if (typeof v === "boolean") return v ? "yes" : "no";
+    if (typeof v !== "number") return String(v);
+    if (Number.isInteger(v) && !/score|ci_|acc|pass|se$|cost|turns/.test(col)) return v.toLocaleString("en");
+    const digits = col === "turns" ? 1 : col === "cost_usd" ? 4 : 3;
+    return v.toFixed(digits);
+  }
+  function swatch(model) {
+    const colour = DATA.colours[model];
+    return colour ? el("span", { class: "swatch", style: "background:" + colour }) : null;
+  }
+
+  // --- runs
+  $("runs").append(...DATA.runs.map((r) => el("div", {},
+    el("code", {}, r.run_id), ` suite ${r.suite}, ${r.status}, ${r.episodes_done}/${r.episodes_planned} episodes, models: `,
+    (r.models || []).map((m) => m.name || m).join(", "))));
+
+  // --- leaderboard
+  let sortCol = null, sortDir = -1;
+  function drawBoard() {
+    const rows = (DATA.boards[$("board-by").value] || []).slice();
+    const cols = rows.length ? Object.keys(rows[0]) : [];
+    if (sortCol !== null && cols.includes(sortCol)) {
+      rows.sort((a, b) => {
+        const x = a[sortCol], y = b[sortCol];
+        if (x === y) return 0;
+        if (x === null) return 1;
+        if (y === null) return -1;
+        return (x < y ? -1 : 1) * sortDir;
+      });
+    }
+    const head = el("tr", {}, ...cols.map((c) => {
+      const th = el("th", { "data-col": c, class: (KEYS.has(c) ? "key " : "") +
+        (c === sortCol ? (sortDir > 0 ? "sorted-asc" : "sorted-desc") : "") }, c);
+      th.addEventListener("click", () => {
+        sortDir = sortCol === c ? -sortDir : (KEYS.has(c) ? 1 : -1);
+        sortCol = c;
+        drawBoard();
+      });
+      return th;
+    }));
+    const body = rows.map((r) => el("tr", {}, ...cols.map((c) => el("td",
+      { "data-col": c, "data-value": JSON.stringify(r[c]), class: KEYS.has(c) ? "key" : null },
+      c === "model" ? swatch(r[c]) : null, fmt(c, r[c])))));
+    $("board").replaceChildren(el("thead", {}, head), el("tbody", {}, ...body));
+  }
+  $("board-by").addEventListener("change", () => { sortCol = null; drawBoard(); });
+  drawBoard();
+
+  // --- episode list
+  const episodes = DATA.episodes.map((row, i) => ({ row, i }));
+  function fill(select, values) {
+    for (const v of [...new Set(values)].sort()) select.append(el("option", { value: v }, v));
+  }
+  fill($("f-model"), DATA.episodes.map((r) => r[F.model]));
+  fill($("f-task"), DATA.episodes.map((r) => r[F.task_id]));
+  fill($("f-outcome"), DATA.episodes.map((r) => r[F.outcome]));
+  let page = 0;
+  function matches(row) {
+    const model = $("f-model").value, task = $("f-task").value, outcome = $("f-outcome").value;
+    const score = $("f-score").value, key = $("f-key").value;
+    const s = row[F.score];
+    if (model && row[F.model] !== model) return false;
+    if (task && row[F.task_id] !== task) return false;
+    if (outcome && row[F.outcome] !== outcome) return false;
+    if (key && !row[F.key].includes(key)) return false;
+    if (score === "fail" && !(s !== null && s < 1)) return false;
+    if (score === "zero" && s !== 0) return false;
+    if (score === "pass" && s !== 1) return false;
+    if (score === "none" && s !== null) return false;
+    return true;
+  }
+  const SHOWN = ["run_id", "model", "task_id", "sample", "epoch", "outcome", "score", "turns",
+    "tool_calls", "tokens", "cost_usd", "latency_s"];
+  function drawEpisodes() {
+    const hits = episodes.filter((e) => matches(e.row));
+    const pages = Math.max(1, Math.ceil(hits.length / PAGE));
+    page = Math.min(page, pages - 1);
+    $("f-count").textContent = `${hits.length} of ${episodes.length} episodes`;
+    $("page").textContent = `page ${page + 1} of ${pages}`;
+    const head = el("tr", {}, ...SHOWN.map((c) => el("th", { class: KEYS.has(c) ? "key" : null }, c)));
+    const body = hits.slice(page * PAGE, (page + 1) * PAGE).map((e) => {
+      const tr = el("tr", { "data-episode": e.i, "data-key": e.row[F.key] }, ...SHOWN.map((c) =>
+        el("td", { class: KEYS.has(c) ? "key" : null }, c === "model" ? swatch(e.row[F.model]) : null,
+          fmt(c, e.row[F[c]]))));
+      tr.addEventListener("click", () => openEpisode(e.i, tr));
+      return tr;
+    });
+    $("episode-list").replaceChildren(el("thead", {}, head), el("tbody", {}, ...body));
+  }
+  for (const id of ["f-model", "f-task", "f-outcome", "f-score", "f-key"]) {
+    $(id).addEventListener("input", () => { page = 0; drawEpisodes(); });
+  }
+  $("prev").addEventListener("click", () => { page = Math.max(0, page - 1); drawEpisodes(); });
+  $("next").addEventListener("click", () => { page += 1; drawEpisodes(); });
+  drawEpisodes();
+
+  // --- one episode
+  async function unpack(b64) {
+    const bytes = Uint8Array.from(atob(b64), (c) => c.charCodeAt(0));
+    const stream = new Blob([bytes]).stream().pipeThrough(new DecompressionStream("gzip"));
+    return JSON.parse(await new Response(stream).text());
+  }
+  function folded(text, label) {
+    text = text === null || text === undefined ? "" : String(text);
+    const lines = text.split("\n").length;
+    if (text.length <= 800 && lines <= 20) return el("pre", {}, text);
+    const d = el("details", { class: "fold" },
+      el("summary", {}, `${label || "output"}: ${text.length.toLocaleString("en")} characters, ${lines} lines`),
+      el("pre", {}, text));
+    return d;
+  }
+  function slice(content, at) { // Python slices code points; JS strings count UTF-16 units
+    return Array.from(content).slice(at[1], at[2]).join("");
+  }
+  function pretty(args) {
+    try { return JSON.stringify(JSON.parse(args), null, 2); } catch (err) { return String(args); }
+  }
+  function messageView(m) {
+    const role = m.role || "?";
+    const box = el("div", { class: "msg " + role }, el("div", { class: "role" },
+      role + (m.name ? ` (${m.name})` : "") + (m.tool_call_id ? ` \u2190 ${m.tool_call_id}` : "")));
+    let content = m.content;
+    if (Array.isArray(content)) content = content.map((p) => p.text || JSON.stringify(p)).join("\n");
+    if (content) box.append(role === "tool" ? folded(content, "tool output") : folded(content, "message"));
+    for (const call of m.tool_calls || []) {
+      const fn = call.function || call;
+      box.append(el("div", { class: "tool-call", "data-tool": fn.name },
+        el("b", {}, "\u2192 " + fn.name), " ", el("code", {}, call.id || ""),
+        el("pre", {}, pretty(fn.arguments))));
+    }
+    return box;
+  }
+  function stepsView(t) {
+    const head = el("tr", {}, ...["turn", "reward", "return-to-go", "tool calls", "tokens in/out",
+      "latency s", "end"].map((c) => el("th", {}, c)));
+    const rows = (t.steps || []).map((s, i) => {
+      const calls = (s.tool_events || []).map((e) => {
+        const out = e.output !== undefined ? e.output :
+          (e.output_at ? slice(t.messages[e.output_at[0]].content, e.output_at) : "");
+        return el("div", { class: "tool-call", "data-tool": e.name },
+          el("b", { class: e.is_error ? "bad" : null }, e.name), ` ${fmt("latency_s", e.latency_s)} s`,
+          el("pre", {}, pretty(e.arguments)), folded(out, "output"));
+      });
+      const u = (s.output && s.output.usage) || {};
+      return el("tr", { class: "step" }, el("td", {}, s.index), el("td", {}, fmt("r", s.reward)),
+        el("td", {}, fmt("r", (t.returns || [])[i])), el("td", { class: "key" }, ...calls),
+        el("td", {}, `${u.input_tokens || 0}/${u.output_tokens || 0}`),
+        el("td", {}, fmt("latency_s", s.output && s.output.latency_s)),
+        el("td", {}, s.terminated ? "terminated" : s.truncated ? "truncated" : ""));
+    });
+    return el("table", { class: "steps" }, el("thead", {}, head), el("tbody", {}, ...rows));
+  }
+  async function openEpisode(i, tr) {
+    document.querySelectorAll("#episode-list tr.open").forEach((r) => r.classList.remove("open"));
+    if (tr) tr.classList.add("open");
+    if (TRANSCRIPTS === null) TRANSCRIPTS = JSON.parse(document.getElementById("gem-transcripts").textContent);
+    const t = await unpack(TRANSCRIPTS[i]);
+    const rec = t.record || {};
+    const last = (t.steps || []).length ? t.steps[t.steps.length - 1] : null;
+    const meta = [["key", rec.key], ["run", rec.run_id], ["outcome", rec.outcome],
+      ["score", fmt("score", rec.score)], ["success", fmt("", rec.success)], ["turns", rec.turns],
+      ["tokens in/out", `${rec.input_tokens}/${rec.output_tokens}`], ["cost $", fmt("cost_usd", rec.cost_usd)],
+      ["duration s", fmt("latency_s", t.duration_s)], ["model latency s", fmt("latency_s", rec.latency_s)],
+      ["retries", rec.retries], ["attempt", rec.attempt], ["seed", rec.seed],
+      ["truncated by", t.truncated_by], ["attachments", (rec.attachments || []).join(", ")]];
+    const view = el("div", { id: "episode-view", "data-episode": i },
+      el("h3", {}, rec.key || ""),
+      el("table", { class: "meta" }, el("tbody", {}, ...meta.filter((m) => m[1] !== null && m[1] !== undefined && m[1] !== "")
+        .map(([k, v]) => el("tr", {}, el("th", {}, k), el("td", {}, v))))));
+    if (t.error || t.traceback) {
+      view.append(el("h4", { class: "bad" }, "error"), el("pre", { class: "error" }, t.error || ""));
+      if (t.traceback) view.append(folded(t.traceback, "traceback"));
+    }
+    view.append(el("h4", {}, `Turns (rewards, returns-to-go with gamma ${DATA.gamma})`), stepsView(t));
+    if (last && last.info && Object.keys(last.info).length) {
+      view.append(el("h4", {}, "Grader output (the last step's info)"),
+        folded(JSON.stringify(last.info, null, 2), "info"));
+    }
+    view.append(el("h4", {}, "Messages"));
+    if (t.initial_observation && !(t.messages || []).length) view.append(folded(t.initial_observation, "observation"));
+    for (const m of t.messages || []) view.append(messageView(m));
+    $("episode").replaceChildren(view);
+    view.scrollIntoView({ block: "start" });
+  }
+})();
