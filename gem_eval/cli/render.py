@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from rich.console import Console
@@ -16,13 +17,34 @@ if TYPE_CHECKING:
 console = Console(highlight=False)
 
 
-def print_whole(table: Table) -> None:
-    """Print a table; in a log (not a terminal) at its natural width, never cropped."""
+def print_whole(table: Table, drop: Sequence[str] = ()) -> None:
+    """Print a table; in a log (not a terminal) at its natural width, never cropped.
+
+    In a terminal too narrow for it, the columns headed ``drop`` go first, in that order
+    (the least important first), so that identifier columns (see :func:`add_id_column`)
+    need not be cut.
+    """
     out = console
+    unbounded = console.options.update_width(10_000)  # a measure is clamped to the width
     if not console.is_terminal:
-        natural = console.measure(table, options=console.options.update_width(10_000))
+        natural = console.measure(table, options=unbounded)
         out = Console(highlight=False, width=max(console.width, natural.maximum))
+    else:
+        for header in drop:
+            if console.measure(table, options=unbounded).minimum <= console.width:
+                break
+            table.columns[:] = [c for c in table.columns if c.header != header]
     out.print(table)
+
+
+def add_id_column(table: Table, header: str, ids: Iterable[str], **kwargs: Any) -> None:
+    """A column of identifiers (run ids, models, tasks) that copy-paste must find whole: as
+    wide as its longest id, never wrapped or cut with an ellipsis (other columns wrap
+    first; a terminal narrower than one id folds it)."""
+    width = max((len(i) for i in ids), default=0)
+    table.add_column(
+        header, no_wrap=True, overflow="fold", min_width=max(width, len(header)), **kwargs
+    )
 
 
 def env_table(specs: list[EnvSpec]) -> None:

@@ -115,18 +115,18 @@ def compare(
     results_dir: ResultsDir = DEFAULT_RESULTS_DIR,
 ) -> None:
     """Paired per-sample comparison of two runs on the samples both scored."""
-    from gem_eval.cli.render import console
+    from gem_eval.cli.render import console, print_whole
     from gem_eval.metrics.compare import compare_runs
     from gem_eval.metrics.render import comparison_lines, comparison_table
 
     base, new, base_frame, new_frame = _two_runs(results_dir, base_run, new_run)
     result = compare_runs(base_frame, new_frame)
-    console.print(f"base [bold]{base['run_id']}[/] vs new [bold]{new['run_id']}[/]")
+    console.print(f"base [bold]{base['run_id']}[/] vs new [bold]{new['run_id']}[/]", soft_wrap=True)
     if base.get("suite_hash") != new.get("suite_hash"):
         console.print("[yellow]warning:[/] the runs' suite hashes differ")
     if result.n_pairs == 0:
         raise UserError(f"no episode was scored in both {base['run_id']} and {new['run_id']}")
-    console.print(comparison_table(result))
+    print_whole(comparison_table(result))
     for line in comparison_lines(result):
         console.print(line, markup=False)
 

@@ -29,7 +29,7 @@ def list_command(
     suite: Annotated[str | None, typer.Option("--suite", help="Only runs of this suite.")] = None,
 ) -> None:
     """List recorded runs, oldest first (from the index; built first if missing)."""
-    from gem_eval.cli.render import console
+    from gem_eval.cli.render import add_id_column, print_whole
     from gem_eval.store import INDEX_FILE, Index
 
     check_results_dir(results_dir)
@@ -39,10 +39,13 @@ def list_command(
             index.rebuild(results_dir)
         runs = [r for r in index.runs() if suite is None or r["suite"] == suite]
     table = Table(title=f"{len(runs)} runs in {results_dir}", title_justify="left")
-    for name in ("run id", "suite", "models", "status", "episodes", "started"):
-        table.add_column(
-            name, no_wrap=name != "models", style="bold cyan" if name == "run id" else ""
-        )
+    add_id_column(table, "run id", (r["run_id"] for r in runs), style="bold cyan")
+    add_id_column(table, "suite", (r["suite"] for r in runs))
+    models = [m for r in runs for m in r["models"]]
+    # One model per line when narrow; a model's name itself is never cut.
+    table.add_column("models", overflow="fold", min_width=max(map(len, models), default=6))
+    for name in ("status", "episodes", "started"):
+        table.add_column(name)
     for r in runs:
         table.add_row(
             r["run_id"],
@@ -52,7 +55,7 @@ def list_command(
             f"{r['episodes_done']}/{r['episodes_planned']}",
             _when(r["started_at"]),
         )
-    console.print(table)
+    print_whole(table, drop=("started", "episodes", "status", "suite"))
 
 
 @results_app.command("show")
@@ -61,15 +64,15 @@ def show_command(
     results_dir: ResultsDir = DEFAULT_RESULTS_DIR,
 ) -> None:
     """Show a run's manifest and the outcomes of its episodes, per model."""
-    from gem_eval.cli.render import console
+    from gem_eval.cli.render import print_whole
     from gem_eval.store import RunDir
 
     check_results_dir(results_dir)
     run = RunDir.open(results_dir, run_id)
     manifest = run.read_manifest()
     records = list(run.latest_by_key().values())
-    console.print(_manifest_grid(manifest, records))
-    console.print(_outcome_table(records))
+    print_whole(_manifest_grid(manifest, records))
+    print_whole(_outcome_table(records), drop=("mean score",))
 
 
 @results_app.command("reindex")
@@ -161,8 +164,10 @@ def _outcome_table(records: list[EpisodeRecord]) -> Table:
         if r.scored and r.score is not None:
             scores[r.model].append(r.score)
     outcomes = sorted({o for c in counts.values() for o in c})
+    from gem_eval.cli.render import add_id_column
+
     table = Table(title="outcomes", title_justify="left")
-    table.add_column("model", style="bold cyan")
+    add_id_column(table, "model", counts, style="bold cyan")
     for outcome in outcomes:
         table.add_column(outcome, justify="right")
     table.add_column("mean score", justify="right")
