@@ -55,6 +55,32 @@ ModelBackend = Annotated[
         help="litellm, or openai (the direct client, for compatible servers).  [default: litellm]"
     ),
 ]
+ExecutorName = Annotated[
+    str,
+    typer.Option(
+        "--executor",
+        help="Where episodes play: local (this process) or ray (the nodes of a Ray "
+        "cluster; pip install 'gem-eval[ray]').",
+    ),
+]
+RayAddress = Annotated[
+    str | None,
+    typer.Option(
+        help="With --executor ray: the cluster (host:6379 or ray://host:10001). "
+        "Default: RAY_ADDRESS, a local `ray start`, else a one-node cluster for the run.",
+    ),
+]
+
+
+def check_executor(executor: str, ray_address: str | None) -> bool:
+    """Whether the run goes to Ray; a one-line error for an unknown executor."""
+    from gem_eval.errors import UserError
+
+    if executor not in ("local", "ray"):
+        raise UserError(f"unknown executor {executor!r}: choose local or ray")
+    if ray_address is not None and executor != "ray":
+        raise UserError("--ray-address goes with --executor ray")
+    return executor == "ray"
 
 
 def check_results_dir(results_dir: Path) -> None:

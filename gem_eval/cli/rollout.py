@@ -16,8 +16,10 @@ import typer
 from gem_eval.cli.options import (
     DEFAULT_RESULTS_DIR,
     ApiKeyEnv,
+    ExecutorName,
     ModelBackend,
     ModelBaseUrl,
+    RayAddress,
     ResultsDir,
     parse_key_values,
 )
@@ -77,6 +79,8 @@ def rollout(
     ] = None,
     results_dir: ResultsDir = DEFAULT_RESULTS_DIR,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="Plain progress lines.")] = False,
+    executor: ExecutorName = "local",
+    ray_address: RayAddress = None,
 ) -> None:
     """Play episodes as `run` does and write their transitions with returns-to-go and
     advantages (Parquet and JSONL, schema in batch.json) for a trainer.
@@ -120,6 +124,8 @@ def rollout(
         results_dir=results_dir,
         quiet=quiet,
         command="rollout",
+        executor=executor,
+        ray_address=ray_address,
     )
     if summary.status == "interrupted" or summary.failure() is not None:
         raise typer.Exit(summary.exit_code)

@@ -11,10 +11,13 @@ import typer
 from gem_eval.cli.options import (
     DEFAULT_RESULTS_DIR,
     ApiKeyEnv,
+    ExecutorName,
     ImageMap,
     ModelBackend,
     ModelBaseUrl,
+    RayAddress,
     ResultsDir,
+    check_executor,
     parse_key_values,
 )
 from gem_eval.errors import UserError
@@ -102,6 +105,8 @@ def run(
         bool,
         typer.Option("--quiet", "-q", help="Plain progress lines (the default when not a TTY)."),
     ] = False,
+    executor: ExecutorName = "local",
+    ray_address: RayAddress = None,
 ) -> None:
     """Run a suite: every task, sample and epoch, for every model; record and score it.
 
@@ -140,6 +145,8 @@ def run(
         results_dir=results_dir,
         quiet=quiet,
         command="run",
+        executor=executor,
+        ray_address=ray_address,
     )
     raise typer.Exit(summary.exit_code)
 
@@ -170,6 +177,8 @@ def play_suite(
     results_dir: Path = DEFAULT_RESULTS_DIR,
     quiet: bool = False,
     command: str = "run",
+    executor: str = "local",
+    ray_address: str | None = None,
 ) -> tuple[str, RunSummary]:
     """Plan, play and summarise a run as ``gem-eval run`` does (``command`` names the
     command the resume hints show); the run's id and summary. Ctrl-C exits 130."""
@@ -184,6 +193,7 @@ def play_suite(
 
     if sandbox not in (None, "docker", "local", "local-unsafe"):
         raise UserError(f"unknown sandbox {sandbox!r}: choose docker, local or local-unsafe")
+    on_ray = check_executor(executor, ray_address)
     if model_backend not in (None, "litellm", "openai"):
         raise UserError(f"unknown model backend {model_backend!r}: choose litellm or openai")
     overrides: dict[str, Any] = {}
@@ -255,7 +265,9 @@ def play_suite(
         def log(line: str) -> None:  # as the progress lines and the library's notices
             print(f"[gem-eval] {line}", file=sys.stderr, flush=True)
 
-        return await execute_run(plan, sinks=[progress], log=log)
+        return await execute_run(
+            plan, sinks=[progress], log=log, on_ray=on_ray, ray_address=ray_address
+        )
 
     try:
         summary: RunSummary = asyncio.run(main())

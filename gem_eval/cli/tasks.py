@@ -7,7 +7,14 @@ from typing import Annotated, Any
 
 import typer
 
-from gem_eval.cli.options import DEFAULT_RESULTS_DIR, ImageMap, ResultsDir
+from gem_eval.cli.options import (
+    DEFAULT_RESULTS_DIR,
+    ExecutorName,
+    ImageMap,
+    RayAddress,
+    ResultsDir,
+    check_executor,
+)
 
 tasks_app = typer.Typer(help="Check a suite's tasks.", no_args_is_help=True)
 
@@ -23,6 +30,8 @@ def check(
         bool,
         typer.Option("--quiet", "-q", help="Plain progress lines (the default when not a TTY)."),
     ] = False,
+    executor: ExecutorName = "local",
+    ray_address: RayAddress = None,
 ) -> None:
     """Play every task with its reference (--model oracle: a solution script, a game's
     oracle move, a gold answer) and with an agent that does nothing (--model noop). A
@@ -39,6 +48,7 @@ def check(
     from gem_eval.runner.session import RunOptions
     from gem_eval.sandbox.image_map import parse_image_map
 
+    on_ray = check_executor(executor, ray_address)
     options = RunOptions(
         limit=limit, concurrency=concurrency, image_map=parse_image_map(image_map or [])
     )
@@ -56,7 +66,15 @@ def check(
 
     try:
         run_id, health = asyncio.run(
-            check_tasks(suite, results_dir, options, sinks=[progress], on_plan=started)
+            check_tasks(
+                suite,
+                results_dir,
+                options,
+                sinks=[progress],
+                on_plan=started,
+                on_ray=on_ray,
+                ray_address=ray_address,
+            )
         )
     except KeyboardInterrupt:
         progress.stop()

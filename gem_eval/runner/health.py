@@ -57,13 +57,22 @@ async def check_tasks(
     options: RunOptions,
     sinks: Sequence[Callable[[EpisodeRecord], None]] = (),
     on_plan: Callable[[object], None] | None = None,
+    on_ray: bool = False,
+    ray_address: str | None = None,
 ) -> tuple[str, list[TaskHealth]]:
-    """Play ``suite`` with the reference agents; the run id and each task's health."""
+    """Play ``suite`` with the reference agents; the run id and each task's health
+    (``on_ray``: on a Ray cluster, as :func:`~gem_eval.runner.session.execute_run`)."""
     plan = plan_run(suite, [ModelSpec(name=name) for name in AGENTS], options, results_dir)
     without = _drop_oracle_without_reference(plan)
     if on_plan is not None:
         on_plan(plan)
-    await execute_run(plan, sinks=sinks, model_factory=_reference_agent)
+    await execute_run(
+        plan,
+        sinks=sinks,
+        model_factory=_reference_agent,
+        on_ray=on_ray,
+        ray_address=ray_address,
+    )
     records: dict[tuple[str, str], EpisodeRecord] = {}
     for record in plan.run_dir.records():
         records[(record.task_id, record.model)] = record  # the last attempt of each

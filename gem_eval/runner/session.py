@@ -167,14 +167,33 @@ async def execute_run(
     model_factory: Callable[[ModelSpec], Any] | None = None,
     sinks: Sequence[Callable[[EpisodeRecord], None]] = (),
     log: Callable[[str], None] | None = None,
+    ray_address: str | None = None,
+    on_ray: bool = False,
 ) -> RunSummary:
     """Play the planned episodes, writing each record as it finishes; ``log`` hears
-    what is done before the first episode (each image built)."""
+    what is done before the first episode (each image built). ``on_ray``: on the nodes
+    of a Ray cluster (``ray_address``; see :mod:`gem_eval.runner.ray_executor`)."""
     manifest = plan.manifest
     options = RunOptions(**manifest.extra["options"])
     manifest.status, manifest.finished_at, manifest.error = "running", None, None
     plan.run_dir.write_manifest(manifest)
     record = _Recorder(plan.run_dir)
+    factory = model_factory or functools.partial(
+        default_model_factory, concurrency=options.concurrency
+    )
+    if executor is None and on_ray:
+        from gem_eval.runner.ray_executor import RayExecutor
+
+        executor = RayExecutor(
+            factory,
+            address=ray_address,
+            run_id=manifest.run_id,
+            sandbox_type=options.sandbox,
+            image_map=options.image_map,
+            no_network=options.no_network,
+            concurrency=options.concurrency,
+            log=log,
+        )
     if executor is None:
         provisioner = Provisioner(
             manifest.run_id,
@@ -182,9 +201,6 @@ async def execute_run(
             options.image_map,
             no_network=options.no_network,
             log=log,
-        )
-        factory = model_factory or functools.partial(
-            default_model_factory, concurrency=options.concurrency
         )
         executor = LocalExecutor(factory, provisioner)
     # Every episode recorded so far was paid for, superseded ones too.

@@ -1,0 +1,272 @@
+"""The Ray executor on a real two-node cluster started on this machine.
+
+The head node carries the resource ``node_a``, a second ``ray start`` process the
+resource ``node_b``; each is its own raylet, so the executor's per-node actors play
+episodes on both. The suite grades code in bubblewrap sandboxes (one pool per node), and
+its records must match the local executor's key for key. Killing the second node mid-run
+loses only its episodes in flight (``infra_error``), and ``--resume`` completes the run.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import importlib.util
+import os
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from gem_eval.models import ScriptedModel
+from gem_eval.models.base import GenerateConfig, Message, Model, ModelOutput, ToolSchema
+from gem_eval.records import EpisodeRecord, ModelSpec
+from gem_eval.runner.session import RunOptions, execute_run, plan_run
+from gem_eval.store import RunDir
+from tests.conftest import IN_CI
+
+pytestmark = [pytest.mark.ray, pytest.mark.bwrap, pytest.mark.slow]
+
+REPO = Path(__file__).resolve().parents[2]
+RAY = Path(sys.executable).with_name("ray")
+
+# Solves the stdio task "pair-sums" and fails the others: scores that differ by sample.
+PROGRAM = (
+    "```python\nimport sys\nd = sys.stdin.read().split()\n"
+    "print('\\n'.join(str(int(d[1 + 2 * i]) + int(d[2 + 2 * i])) for i in range(int(d[0]))))\n```"
+)
+SUITE = f"""
+name: ray-suite
+defaults: {{seed: 0}}
+tasks:
+  - id: stdio
+    env: code:StdIO-v0
+    sandbox: {{type: local}}
+    samples: 4
+    dataset:
+      path: {REPO}/tasks/code/stdio.jsonl
+      fields: {{question: statement, tests: tests}}
+"""
+
+
+class SlowCoder(ScriptedModel):
+    """Answers every task with :data:`PROGRAM`, after ``delay`` seconds."""
+
+    def __init__(self, name: str, delay: float) -> None:
+        super().__init__([PROGRAM], name=name)
+        self.delay = delay
+
+    async def generate(
+        self,
+        messages: list[Message],
+        tools: list[ToolSchema] | None = None,
+        config: GenerateConfig | None = None,
+    ) -> ModelOutput:
+        await asyncio.sleep(self.delay)
+        return await super().generate(messages, tools, config)
+
+
+def coder(spec: ModelSpec) -> Model:
+    """The runs' models, built on the nodes (this module is on their PYTHONPATH):
+    ``coder`` answers at once, ``slow-coder`` after a second."""
+    return SlowCoder(spec.name, 1.0 if spec.name.startswith("slow") else 0.0)
+
+
+@dataclass
+class Cluster:
+    address: str
+    groups: dict[str, int]  # node name -> the process group of its `ray start`
+
+    def kill(self, node: str) -> None:
+        """SIGKILL a node: its raylet, its services and its worker processes."""
+        pgid = self.groups.pop(node)
+        victims = _descendants(pgid)
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(pgid, signal.SIGKILL)
+        for pid in victims:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
+
+
+def _descendants(root: int) -> list[int]:
+    """Every process below ``root`` (Ray workers start process groups of their own)."""
+    children: dict[int, list[int]] = {}
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            with contextlib.suppress(OSError, IndexError, ValueError):
+                ppid = int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1])
+                children.setdefault(ppid, []).append(int(entry.name))
+    found, todo = [], [root]
+    while todo:
+        for child in children.get(todo.pop(), []):
+            found.append(child)
+            todo.append(child)
+    return found
+
+
+def _start(args: list[str], temp: str) -> int:
+    env = {
+        **os.environ,
+        "PYTHONPATH": str(REPO),  # the nodes import this module's model factory
+        "RAY_USAGE_STATS_ENABLED": "0",
+        # A dead node is noticed in about a second, not 30.
+        "RAY_health_check_period_ms": "500",
+        "RAY_health_check_timeout_ms": "1000",
+        "RAY_health_check_failure_threshold": "2",
+    }
+    proc = subprocess.Popen(
+        [str(RAY), "start", *args, "--disable-usage-stats", f"--temp-dir={temp}"],
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        start_new_session=True,  # its daemons stay in this group: killed by it
+    )
+    _, err = proc.communicate(timeout=120)
+    if proc.returncode != 0:
+        raise RuntimeError(f"ray start failed: {err.decode()[-2000:]}")
+    return proc.pid
+
+
+def _start_node(cluster: Cluster, name: str) -> None:
+    temp = tempfile.mkdtemp(prefix="rw", dir="/tmp")  # short: Ray's sockets live there
+    resources = f'{{"{name}": 1}}'
+    cluster.groups[name] = _start(
+        ["--address", cluster.address, "--num-cpus", "1", "--resources", resources], temp
+    )
+
+
+@pytest.fixture(scope="module")
+def head() -> Iterator[Cluster]:
+    """A one-node cluster (``node_a``) for this module; every process it started is
+    killed at the end."""
+    if importlib.util.find_spec("ray") is None:
+        if IN_CI:
+            pytest.fail("CI=true, but ray is not installed: pip install 'gem-eval[ray]'")
+        pytest.skip("ray is not installed: pip install 'gem-eval[ray]'")
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    temp = tempfile.mkdtemp(prefix="rh", dir="/tmp")
+    head_args = ["--head", f"--port={port}", "--num-cpus", "1", "--resources", '{"node_a": 1}']
+    pgid = _start([*head_args, "--include-dashboard=false"], temp)
+    cluster = Cluster(f"127.0.0.1:{port}", {"head": pgid})
+    try:
+        yield cluster
+    finally:
+        import ray
+
+        ray.shutdown()
+        for name in list(cluster.groups):
+            cluster.kill(name)
+
+
+@pytest.fixture
+def cluster(head: Cluster) -> Iterator[Cluster]:
+    """The head plus a second node (``node_b``), killed after the test."""
+    _start_node(head, "node_b")
+    _wait_for_nodes(head.address, 2)
+    try:
+        yield head
+    finally:
+        if "node_b" in head.groups:
+            head.kill("node_b")
+
+
+def _wait_for_nodes(address: str, count: int) -> None:
+    import ray
+
+    ray.init(address=address, log_to_driver=False)
+    try:
+        deadline = time.monotonic() + 60
+        while sum(n["Alive"] for n in ray.nodes()) < count:
+            assert time.monotonic() < deadline, "the second node never joined"
+            time.sleep(0.5)
+    finally:
+        ray.shutdown()
+
+
+def _play(
+    suite: Path, results: Path, models: list[str], address: str | None, **options: Any
+) -> tuple[Any, RunDir]:
+    plan = plan_run(str(suite), [ModelSpec(name=m) for m in models], RunOptions(**options), results)
+    summary = asyncio.run(
+        execute_run(plan, model_factory=coder, on_ray=address is not None, ray_address=address)
+    )
+    return summary, plan.run_dir
+
+
+def _essence(record: EpisodeRecord) -> tuple[Any, ...]:
+    return (record.outcome, record.score, record.success, record.turns, record.seed)
+
+
+def test_a_suite_on_two_nodes_gives_the_local_executors_records(
+    cluster: Cluster, tmp_path: Path
+) -> None:
+    suite = tmp_path / "suite.yaml"
+    suite.write_text(SUITE)
+    local_summary, local_run = _play(suite, tmp_path / "local", ["coder", "slow-coder"], None)
+    ray_summary, ray_run = _play(
+        suite, tmp_path / "ray", ["coder", "slow-coder"], cluster.address, concurrency=4
+    )
+    local = {r.key: _essence(r) for r in local_run.records()}
+    on_ray = {r.key: _essence(r) for r in ray_run.records()}
+    assert len(local) == 8 and on_ray == local
+    assert {o for o, *_ in local.values()} == {"completed"}
+    assert len({s for _, s, *_ in local.values()}) > 1  # graded: one task passes, others fail
+    assert ray_summary.status == local_summary.status == "finished"
+    nodes = ray_run.read_manifest().resources["ray"]["nodes"]
+    assert len(nodes) == 2 and all(n > 0 for n in nodes.values()), nodes  # both played
+    assert sum(nodes.values()) == 8
+
+
+def test_a_node_killed_mid_run_loses_only_its_episodes_in_flight(
+    cluster: Cluster, tmp_path: Path
+) -> None:
+    suite = tmp_path / "suite.yaml"
+    suite.write_text(SUITE)
+    results = tmp_path / "r"
+    options = RunOptions(concurrency=4, epochs=2)  # 8 episodes
+    plan = plan_run(str(suite), [ModelSpec(name="slow-coder")], options, results)
+    seen: list[EpisodeRecord] = []
+
+    def kill_after_two(record: EpisodeRecord) -> None:
+        seen.append(record)
+        if len(seen) == 2:  # both nodes have episodes in flight (4 at once, a second each)
+            cluster.kill("node_b")
+
+    summary = asyncio.run(
+        execute_run(
+            plan,
+            model_factory=coder,
+            sinks=[kill_after_two],
+            on_ray=True,
+            ray_address=cluster.address,
+        )
+    )
+    records = list(plan.run_dir.records())
+    outcomes = [r.outcome for r in records]
+    assert len(records) == len({r.key for r in records}) == 8  # each episode once
+    assert 1 <= outcomes.count("infra_error") <= 2  # node_b's in flight: at most 2
+    assert outcomes.count("completed") == 8 - outcomes.count("infra_error")
+    assert summary.status == "incomplete"
+    lost = plan.run_dir.read_manifest().resources["ray"]["lost"]
+    assert len(lost) == 1
+    finished = {r.key: _essence(r) for r in records if r.outcome == "completed"}
+
+    again = plan_run(None, [], RunOptions(), results, resume=plan.manifest.run_id)
+    assert {s.key for s in again.todo} == {r.key for r in records if r.outcome == "infra_error"}
+    resumed = asyncio.run(
+        execute_run(again, model_factory=coder, on_ray=True, ray_address=cluster.address)
+    )
+    assert resumed.status == "finished"
+    latest = again.run_dir.latest_by_key()
+    assert {r.outcome for r in latest.values()} == {"completed"} and len(latest) == 8
+    assert {k: _essence(latest[k]) for k in finished} == finished  # nothing finished replayed
