@@ -120,7 +120,7 @@ class TerminalTool(Tool):
                 if self.recorder is not None:
                     self.recorder.input([keystrokes])
                 await session.send_keys([keystrokes])
-            await self._wait(session, wait, sent)
+            early = await self._wait(session, wait, sent)
             waited = time.monotonic() - sent
             after = await session.state()
             text, whole = await self._read(session, before, after)
@@ -139,7 +139,7 @@ class TerminalTool(Tool):
         body = _cap(text, self.output_limit) if text else "(nothing on the screen)"
         return ToolResult(
             output="\n".join([*notes, body, f"[{where}; {front}]"]),
-            metadata={"foreground": after.command, "screen": whole},
+            metadata={"foreground": after.command, "screen": whole, "at_prompt_early": early},
         )
 
     async def _session(self, sandbox: Sandbox) -> tuple[TmuxSession, bool]:
@@ -167,9 +167,9 @@ class TerminalTool(Tool):
         return self.session, restarted
 
     @staticmethod
-    async def _wait(session: TmuxSession, wait: float, sent: float) -> None:
+    async def _wait(session: TmuxSession, wait: float, sent: float) -> bool:
         """Wait ``wait`` seconds after ``sent``, or until the shell is back at its prompt
-        (quiet for :data:`SETTLE_S` with the shell in the foreground)."""
+        (quiet for :data:`SETTLE_S` with the shell in the foreground): True then."""
         deadline = sent + wait
         while session.alive and (now := time.monotonic()) < deadline:
             quiet = now - max(session.last_output, sent)
@@ -177,8 +177,9 @@ class TerminalTool(Tool):
                 await asyncio.sleep(min(SETTLE_S - quiet, deadline - now))
                 continue
             if (await session.state()).at_prompt:
-                return
+                return True
             await asyncio.sleep(min(POLL_S, deadline - now))
+        return False
 
     @staticmethod
     async def _read(session: TmuxSession, before: PaneState, after: PaneState) -> tuple[str, bool]:

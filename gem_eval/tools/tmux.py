@@ -135,7 +135,8 @@ class TmuxSession:
         self._recent_base = 0
         self._failure: SandboxError | None = None
         self.ended = False
-        self.probe = ForegroundProbe(sandbox, user)
+        # Each bubblewrap process has a PID namespace of its own: no probe sees the pane.
+        self.probe = ForegroundProbe(sandbox, user) if tmux_bundle.in_container(sandbox) else None
 
     @property
     def alive(self) -> bool:
@@ -220,7 +221,7 @@ class TmuxSession:
             f"display-message -p -t {self.name} {quote(fields + ' #{pane_current_command}')}"
         )
         history, x, y, alternate, pid, *command = line.split(" ", 5)
-        names = await self.probe.ask(int(pid)) if pid.isdigit() else None
+        names = await self.probe.ask(int(pid)) if self.probe and pid.isdigit() else None
         if names is None:  # tmux's answer: right unless a pipeline's leader has exited
             at_prompt, front = "".join(command) == self.shell, "".join(command)
         else:
@@ -255,7 +256,8 @@ class TmuxSession:
 
     async def close(self) -> None:
         """End the session and its server (safe to call twice)."""
-        await self.probe.close()
+        if self.probe is not None:
+            await self.probe.close()
         process, self.process = self.process, None
         if process is None:
             return

@@ -58,7 +58,7 @@ _installed: weakref.WeakKeyDictionary[Sandbox, bool] = weakref.WeakKeyDictionary
 
 def argv(sandbox: Sandbox) -> list[str]:
     """The command that runs tmux in ``sandbox`` (after :func:`install`)."""
-    if not _is_container(sandbox):
+    if not in_container(sandbox):
         return ["tmux"]
     return [f"{DIR}/lib/ld.so", "--library-path", f"{DIR}/lib", f"{DIR}/tmux"]
 
@@ -69,7 +69,7 @@ async def install(sandbox: Sandbox) -> None:
     Raises:
         SandboxError: The bundle could not be made or copied.
     """
-    if not _is_container(sandbox) or _installed.get(sandbox):
+    if not in_container(sandbox) or _installed.get(sandbox):
         return
     from gem_eval.sandbox import docker_client
 
@@ -121,7 +121,8 @@ def _make() -> bytes:
     return out.getvalue()
 
 
-def _is_container(sandbox: Sandbox) -> bool:
+def in_container(sandbox: Sandbox) -> bool:
+    """Whether ``sandbox`` is a container (its processes share one PID namespace)."""
     from gem_eval.sandbox.docker import DockerSandbox
 
     return isinstance(sandbox, DockerSandbox)

@@ -17,12 +17,15 @@ from typing import Any
 import pytest
 
 from gem_eval.agent import Trajectory, run_episode
+from gem_eval.envs.terminal import keystrokes
+from gem_eval.envs.terminal.keystrokes import KeystrokeCommand
 from gem_eval.models import ModelOutput, ScriptedModel, tool_call
 from gem_eval.models.reference import reference_model
 from gem_eval.records import EpisodeRecord, EpisodeSpec, ModelSpec, TaskSpec, ToolSpec
 from gem_eval.runner.executor import LocalExecutor
 from gem_eval.runner.provision import Provisioner
 from gem_eval.sandbox.docker import DockerSandbox
+from gem_eval.tools.base import ToolResult
 from gem_eval.tools.cast import read_cast
 from gem_eval.tools.terminal import ENDED, TerminalTool
 from tests.fakes import FakeEnv
@@ -150,6 +153,27 @@ def test_text_is_typed_exactly_and_the_size_is_the_settings(box: DockerSandbox) 
     assert typed == nasty + "\n"
 
 
+def test_a_wait_ends_when_the_prompt_is_back_and_not_while_a_program_runs(
+    box: DockerSandbox,
+) -> None:
+    tool = TerminalTool(max_wait_s=60)
+
+    async def calls() -> list[ToolResult]:
+        try:
+            return [
+                await tool.call(keys("echo quick\n", 60), box),
+                await tool.call(keys("sleep 2 | cat\n", 1), box),  # a pipeline in front
+                await tool.call(keys("", 60), box),  # its end is waited for
+            ]
+        finally:
+            await tool.aclose()
+
+    quick, slow, rest = asyncio.run(calls())
+    assert quick.metadata["at_prompt_early"] and "\nquick\n" in quick.output
+    assert not slow.metadata["at_prompt_early"] and slow.metadata["foreground"] == "sleep, cat"
+    assert rest.metadata["at_prompt_early"]
+
+
 def test_a_shell_that_exits_is_replaced_and_the_agent_told(box: DockerSandbox) -> None:
     tool = TerminalTool()
     out = play(box, tool, keys("export MARK=1; exit\n"), keys("echo mark=$MARK\n"))
@@ -171,6 +195,26 @@ def test_the_session_is_recorded_as_an_asciicast_v2(box: DockerSandbox) -> None:
         "printf '\\033[1mbold\\033[0m\\n'\n",
     ]
     assert events[-1][0] > events[0][0] >= 0
+
+
+# -- TB1 keystroke solutions, played into tmux ------------------------------------------
+
+
+def test_a_blocking_command_is_waited_for_and_one_that_never_ends_times_out(
+    box: DockerSandbox,
+) -> None:
+    waited = KeystrokeCommand("sleep 1; echo waited > /workspace/block.txt", block=True)
+    said = asyncio.run(keystrokes.play(box, [waited]))
+    assert said.startswith("[solution.yaml: all 1 commands sent]")
+    # Read at once: the session (and its shell) ended with play, so only a wait for the
+    # command let it write the file.
+    assert asyncio.run(box.read_file("/workspace/block.txt")) == b"waited\n"
+    endless = KeystrokeCommand("sleep 600", block=True, max_timeout_sec=1)
+    after = KeystrokeCommand("echo never > /workspace/never.txt", block=True)
+    said = asyncio.run(keystrokes.play(box, [endless, after]))
+    assert said.startswith("[solution.yaml: command 1 ('sleep 600') timed out after 1 s]")
+    with pytest.raises(FileNotFoundError):
+        asyncio.run(box.read_file("/workspace/never.txt"))
 
 
 # -- through the runner: a suite's `tools: [terminal]`, and a keystroke oracle ----------

@@ -13,6 +13,7 @@ import pytest
 from gem_eval.envs.terminal.keystrokes import KeystrokeCommand, load_commands
 from gem_eval.errors import TaskFormatError
 from gem_eval.sandbox.base import ExecResult, Sandbox, SandboxProcess
+from gem_eval.tools import tmux_bundle
 from gem_eval.tools.cast import CastRecorder, key_bytes, read_cast
 from gem_eval.tools.kit import build_kit
 from gem_eval.tools.terminal import TerminalTool, _cap
@@ -158,7 +159,12 @@ SCREEN = [
 ]
 
 
-def test_the_session_speaks_tmux_control_mode() -> None:
+def test_the_session_speaks_tmux_control_mode(monkeypatch: pytest.MonkeyPatch) -> None:
+    async def nothing(box: Sandbox) -> None:
+        pass
+
+    monkeypatch.setattr(tmux_bundle, "in_container", lambda box: True)  # one PID namespace
+    monkeypatch.setattr(tmux_bundle, "install", nothing)
     tmux = FakeTmux(
         {"display-message": ["12 3 4 0 77 vi"], "capture-pane": SCREEN, "send-keys": []}
     )
@@ -196,10 +202,23 @@ def test_the_session_is_started_with_its_size_and_no_config() -> None:
         await session.close()
 
     asyncio.run(main())
-    (argv,) = box.spawned  # no state asked: no probe started
+    (argv,) = box.spawned  # not a container: no probe
     assert argv[:6] == ["tmux", "-L", argv[2], "-f", "/dev/null", "-C"]
     assert argv[-6:] == ["-x", "90", "-y", "20", "-c", "/w"]
     assert argv[argv.index("history-limit") :][:2] == ["history-limit", "50000"]
+
+
+def test_without_a_probe_tmux_names_the_foreground() -> None:
+    tmux = FakeTmux({"display-message": ["1 0 0 1 77 less"]})
+
+    async def main() -> None:
+        session = TmuxSession(FakeBox(tmux))
+        await session.start()
+        state = await session.state()
+        assert (state.command, state.at_prompt, state.alternate) == ("less", False, True)
+        await session.close()
+
+    asyncio.run(main())
 
 
 def test_a_session_whose_tmux_exits_at_once_fails_to_start_with_its_words() -> None:
