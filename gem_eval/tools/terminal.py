@@ -23,6 +23,7 @@ The session is recorded as an asciinema v2 cast (:mod:`gem_eval.tools.cast`), wh
 from __future__ import annotations
 
 import asyncio
+import math
 import time
 from typing import Any
 
@@ -107,7 +108,9 @@ class TerminalTool(Tool):
         keystrokes: str = args["keystrokes"]
         wait = float(args.get("wait_s", self.wait_s))
         notes = []
-        if not 0 <= wait <= self.max_wait_s:
+        if not math.isfinite(wait):
+            wait = self.wait_s
+        elif not 0 <= wait <= self.max_wait_s:
             wait = min(max(wait, 0.0), self.max_wait_s)
             notes.append(f"(wait_s was limited to {wait:g} s)")
         session, restarted = await self._session(sandbox)
