@@ -112,7 +112,9 @@ def _descendants(root: int) -> list[int]:
     return found
 
 
-def _start(args: list[str], temp: str) -> int:
+def _start(args: list[str], temp: str, tries: int = 2) -> int:
+    """``ray start ARGS``; the process group holding every daemon it left running. A
+    start that fails (its RPCs time out on a loaded machine) is killed and tried again."""
     env = {
         **os.environ,
         "PYTHONPATH": str(REPO),  # the nodes import this module's model factory
@@ -129,8 +131,15 @@ def _start(args: list[str], temp: str) -> int:
         stderr=subprocess.PIPE,
         start_new_session=True,  # its daemons stay in this group: killed by it
     )
-    _, err = proc.communicate(timeout=120)
-    if proc.returncode != 0:
+    try:
+        _, err = proc.communicate(timeout=120)
+    finally:
+        failed = proc.returncode != 0
+        if failed:  # nothing of a failed start stays behind
+            Cluster("", {"start": proc.pid}).kill("start")
+    if failed and tries > 1:
+        return _start(args, temp, tries - 1)
+    if failed:
         raise RuntimeError(f"ray start failed: {err.decode()[-2000:]}")
     return proc.pid
 
