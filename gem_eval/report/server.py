@@ -87,6 +87,8 @@ class _Handler(BaseHTTPRequestHandler):
             elif url.path == "/report":
                 runs = urllib.parse.parse_qs(url.query).get("run", [])
                 self._send(HTTPStatus.OK, self.server.report(runs))
+            elif url.path == "/favicon.ico":  # browsers ask; there is none
+                self._send(HTTPStatus.NO_CONTENT, "")
             else:
                 self._send(HTTPStatus.NOT_FOUND, "<h1>not found</h1>")
         except KeyError as exc:

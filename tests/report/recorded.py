@@ -49,7 +49,7 @@ def handler(body: dict[str, Any]) -> Reply:
     strong = "strong" in body["model"]
     if body.get("tools"):
         if not any(m["role"] == "tool" for m in messages):
-            question = str(messages[-1]["content"])[-80:]
+            question = str(messages[-1]["content"]).splitlines()[0]
             return Reply(tool_calls=[ToolCallSpec("search", {"query": question})])
         right = strong and "Verran Lighthouse on Quessel" in json.dumps(messages)
         return Reply("<answer>Odile Marchetti</answer>" if right else "<answer>nobody</answer>")
