@@ -133,7 +133,7 @@ def test_view_serves_a_run_list_and_a_run(page: Page, recorded: Recorded) -> Non
         text=True,
     )  # fmt: skip
     try:
-        assert proc.stdout is not None
+        assert proc.stdout is not None and proc.stderr is not None
         line = proc.stdout.readline()
         match = re.search(r"http://127\.0\.0\.1:(\d+)/", line)
         assert match, line + (proc.stderr.read() if proc.poll() is not None else "")
