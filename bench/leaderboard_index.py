@@ -22,10 +22,10 @@ import time
 from collections import defaultdict
 from pathlib import Path
 
-from gem_eval.agent.trajectory import Step, Trajectory
 from gem_eval.models.base import ModelOutput, Usage
 from gem_eval.records import EpisodeRecord, ModelSpec, RunManifest, TaskSpec
 from gem_eval.store import Index, RunDir, list_run_ids
+from gem_eval.trajectory import Step, Trajectory
 
 RUNS = 50
 MODELS = ["model-a", "model-b", "model-c", "model-d"]

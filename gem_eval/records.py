@@ -16,8 +16,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field, PrivateAttr, model_validator
 
-from gem_eval.agent.trajectory import Trajectory
 from gem_eval.outcomes import Outcome, is_scored
+from gem_eval.trajectory import Trajectory
 
 RECORD_SCHEMA_VERSION = 1
 

@@ -1,6 +1,6 @@
 """Play one episode of an env with a policy (no model) and keep it as a trajectory.
 
-The episode is the same :class:`~gem_eval.agent.trajectory.Trajectory` the agent loop
+The episode is the same :class:`~gem_eval.trajectory.Trajectory` the agent loop
 writes in its text mode (one step per action, the policy's action as the step's output
 text and an assistant message, each observation a user message), so its returns and its
 RL transitions are computed by one definition whoever played it.
@@ -11,10 +11,10 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 
-from gem_eval.agent.trajectory import Step, Trajectory
 from gem_eval.core import Env
 from gem_eval.models.base import ModelOutput
 from gem_eval.policies import Policy
+from gem_eval.trajectory import Step, Trajectory
 
 
 def rollout(

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from gem_eval.agent.trajectory import Limit
 from gem_eval.models.base import Usage
+from gem_eval.trajectory import Limit
 
 
 @dataclass(frozen=True)

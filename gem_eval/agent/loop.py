@@ -14,12 +14,12 @@ from gem_eval.agent import tool_calls
 from gem_eval.agent.failures import Stage, describe, formatted_traceback, outcome_of
 from gem_eval.agent.limits import Limits
 from gem_eval.agent.redact import Redactor
-from gem_eval.agent.trajectory import Step, ToolEvent, Trajectory
 from gem_eval.core import Env
 from gem_eval.errors import SandboxError, TamperError
 from gem_eval.models.base import GenerateConfig, Message, Model, ModelOutput
 from gem_eval.sandbox.base import Sandbox
 from gem_eval.tools.base import Tool
+from gem_eval.trajectory import Step, ToolEvent, Trajectory
 
 
 async def run_episode(

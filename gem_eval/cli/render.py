@@ -11,8 +11,8 @@ from rich.panel import Panel
 from rich.table import Table
 
 if TYPE_CHECKING:
-    from gem_eval.agent.trajectory import Trajectory
     from gem_eval.registration import EnvSpec
+    from gem_eval.trajectory import Trajectory
 
 console = Console(highlight=False)
 

@@ -32,9 +32,9 @@ from gem_eval.errors import StoreWriteError
 from gem_eval.export.atif_schema import ATIF_VERSION, Trajectory
 
 if TYPE_CHECKING:
-    from gem_eval.agent.trajectory import Step, ToolEvent
-    from gem_eval.agent.trajectory import Trajectory as Episode
     from gem_eval.records import EpisodeRecord, RunManifest
+    from gem_eval.trajectory import Step, ToolEvent
+    from gem_eval.trajectory import Trajectory as Episode
 
 AGENT_NAME = "gem-eval"
 NOTES = (

@@ -13,8 +13,8 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from gem_eval.agent.trajectory import Step, Trajectory
 from gem_eval.models.base import Message
+from gem_eval.trajectory import Step, Trajectory
 
 
 def transition_rows(trajectory: Trajectory, gamma: float) -> list[dict[str, Any]]:

@@ -6,9 +6,9 @@ import time
 from typing import Any, Literal
 
 from gem_eval.agent.failures import formatted_traceback
-from gem_eval.agent.trajectory import Trajectory
 from gem_eval.outcomes import OUTCOMES, is_zeroed
 from gem_eval.records import EpisodeRecord, EpisodeSpec, Scorer
+from gem_eval.trajectory import Trajectory
 
 
 def score(trajectory: Trajectory, scorer: Scorer, gamma: float) -> float | None:

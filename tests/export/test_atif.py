@@ -325,8 +325,8 @@ def _record(trajectory: Any) -> Any:
 
 
 def test_an_episode_whose_reset_failed_is_one_empty_system_step() -> None:
-    from gem_eval.agent.trajectory import Trajectory as Episode
     from gem_eval.export.atif import to_atif
+    from gem_eval.trajectory import Trajectory as Episode
 
     failed = Episode(env_id="e", model="m", outcome="env_error", error="ValueError: no data")
     for record in (_record(failed), _record(None)):
@@ -342,10 +342,10 @@ def test_an_episode_whose_reset_failed_is_one_empty_system_step() -> None:
 def test_a_step_added_to_grade_without_a_model_call_has_no_llm_call() -> None:
     """A limit ended the episode before any model call; the env graded its end state on a
     step the loop added (``_finish_unanswered``): no LLM call, so no metrics."""
-    from gem_eval.agent.trajectory import Step
-    from gem_eval.agent.trajectory import Trajectory as Episode
     from gem_eval.export.atif import to_atif
     from gem_eval.models.base import ModelOutput
+    from gem_eval.trajectory import Step
+    from gem_eval.trajectory import Trajectory as Episode
 
     graded = Step(index=0, output=ModelOutput(), action="", reward=1.0, truncated=True)
     episode = Episode(

@@ -16,11 +16,11 @@ import pytest
 
 from gem_eval import make
 from gem_eval.agent import Limits, run_episode
-from gem_eval.agent.trajectory import Trajectory
 from gem_eval.errors import MissingAPIKeyError, ModelCallError, UserError
 from gem_eval.models import GenerateConfig, RetryPolicy, get_model
 from gem_eval.models.chat_api import ChatAPIModel
 from gem_eval.models.retry import Failure, classify
+from gem_eval.trajectory import Trajectory
 from tests.agent.test_loop import Add
 from tests.fixtures.openai_server import FakeOpenAIServer, Fault, Reply, ToolCallSpec
 

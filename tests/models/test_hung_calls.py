@@ -15,10 +15,10 @@ import pytest
 
 from gem_eval import make
 from gem_eval.agent import run_episode
-from gem_eval.agent.trajectory import Trajectory
 from gem_eval.models import RetryPolicy, get_model
 from gem_eval.models.call_timeout import CallTimeout
 from gem_eval.models.chat_api import ChatAPIModel
+from gem_eval.trajectory import Trajectory
 from tests.fixtures.openai_server import FakeOpenAIServer, Fault, Reply, reply_with
 
 # game:GuessTheNumber-v0-easy with seed 0 hides 7.

@@ -12,8 +12,8 @@ import pytest
 
 from gem_eval import make
 from gem_eval.agent import Limits, run_episode
-from gem_eval.agent.trajectory import Trajectory
 from gem_eval.models import GenerateConfig, get_model
+from gem_eval.trajectory import Trajectory
 
 pytestmark = pytest.mark.local_model
 

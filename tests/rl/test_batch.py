@@ -6,12 +6,12 @@ from pathlib import Path
 
 import pytest
 
-from gem_eval.agent.trajectory import Step, Trajectory
 from gem_eval.errors import UserError
 from gem_eval.models.base import ModelOutput
 from gem_eval.records import EpisodeRecord
 from gem_eval.rl import batch as batch_module
 from gem_eval.rl.batch import build_batch, write_batch
+from gem_eval.trajectory import Step, Trajectory
 
 
 def _record(key: str, outcome: str, rewards: list[float], sample: int = 0) -> EpisodeRecord:

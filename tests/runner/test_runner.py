@@ -9,7 +9,6 @@ from typing import Any
 
 import pytest
 
-from gem_eval.agent.trajectory import Trajectory
 from gem_eval.models import ScriptedModel, Usage
 from gem_eval.records import EpisodeRecord, EpisodeSpec, ModelSpec, TaskSpec
 from gem_eval.runner import (
@@ -26,6 +25,7 @@ from gem_eval.runner import (
 from gem_eval.runner.scoring import to_record
 from gem_eval.tools.base import Tool, ToolResult
 from gem_eval.tools.kit import KITS, SingleToolKit
+from gem_eval.trajectory import Trajectory
 
 
 def specs(n: int, env_id: str = "game:GuessTheNumber-v0-easy") -> list[EpisodeSpec]:
@@ -192,9 +192,9 @@ def test_local_executor_plays_a_real_env_with_a_model() -> None:
 
 
 def test_scorers() -> None:
-    from gem_eval.agent.trajectory import Step
     from gem_eval.models.base import ModelOutput
     from gem_eval.runner import score
+    from gem_eval.trajectory import Step
 
     steps = [
         Step(index=i, output=ModelOutput(), action="a", reward=r) for i, r in enumerate([0.5, 1.0])

@@ -16,12 +16,13 @@ from typing import Any, Literal
 
 import pytest
 
-from gem_eval.agent import Trajectory, run_episode
+from gem_eval.agent import run_episode
 from gem_eval.models import Message, ModelOutput, ScriptedModel, tool_call
 from gem_eval.records import SandboxSpec, TaskSpec, ToolSpec
 from gem_eval.runner.provision import Provisioner
 from gem_eval.sandbox import cleanup, docker_client
 from gem_eval.sandbox.images import BASE_IMAGE
+from gem_eval.trajectory import Trajectory
 from tests.fakes import FakeEnv
 
 pytestmark = pytest.mark.docker

@@ -12,11 +12,11 @@ from typing import Any
 
 import pytest
 
-from gem_eval.agent.trajectory import Step, Trajectory
 from gem_eval.errors import GemEvalError, StoreWriteError, UserError
 from gem_eval.models.base import ModelOutput, Usage
 from gem_eval.records import EpisodeRecord, ModelSpec, RunManifest, TaskSpec
 from gem_eval.store import RunDir, check_run_id, list_run_ids, new_run_id
+from gem_eval.trajectory import Step, Trajectory
 from tests.fixtures.full_disk import FullDisk
 
 REPO = Path(__file__).resolve().parents[2]

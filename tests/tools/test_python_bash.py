@@ -13,12 +13,13 @@ from typing import Any
 
 import pytest
 
-from gem_eval.agent import Trajectory, run_episode
+from gem_eval.agent import run_episode
 from gem_eval.models import ModelOutput, ScriptedModel, tool_call
 from gem_eval.sandbox import Sandbox
 from gem_eval.tools import Tool
 from gem_eval.tools.bash import BashTool
 from gem_eval.tools.python import PythonTool
+from gem_eval.trajectory import Trajectory
 from tests.fakes import FakeEnv
 
 TIMEOUT_S = 1.0

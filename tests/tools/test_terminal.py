@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from gem_eval.agent import Trajectory, run_episode
+from gem_eval.agent import run_episode
 from gem_eval.envs.terminal import keystrokes
 from gem_eval.envs.terminal.keystrokes import KeystrokeCommand
 from gem_eval.models import ModelOutput, ScriptedModel, tool_call
@@ -28,6 +28,7 @@ from gem_eval.sandbox.docker import DockerSandbox
 from gem_eval.tools.base import ToolResult
 from gem_eval.tools.cast import read_cast
 from gem_eval.tools.terminal import ENDED, TerminalTool
+from gem_eval.trajectory import Trajectory
 from tests.fakes import FakeEnv
 
 pytestmark = pytest.mark.docker
