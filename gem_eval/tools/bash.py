@@ -5,7 +5,8 @@ output (stdout and stderr together) and exit code are returned. Commands read no
 input (stdin is ``/dev/null``), so an interactive program cannot hang the session on a
 prompt. At the per-call timeout the command gets SIGINT and the shell survives (it traps
 SIGINT); a shell that dies or will not stop is restarted in the last known directory,
-and the agent is told that variables are gone.
+and the agent is told that variables are gone. The commands and what they printed are
+kept as an asciinema v2 recording, the episode's ``bash.cast`` attachment (``record``).
 """
 
 from __future__ import annotations
@@ -15,8 +16,13 @@ from typing import Any
 
 from gem_eval.sandbox.base import DEFAULT_OUTPUT_LIMIT, Sandbox
 from gem_eval.tools.base import ToolResult
+from gem_eval.tools.cast import CastRecorder
 from gem_eval.tools.kit import SingleToolKit
 from gem_eval.tools.session import Session, SessionTool
+
+CAST_WIDTH, CAST_HEIGHT = 120, 40
+"""The terminal size a bash tool's recording declares (its output is not laid out on a
+screen; a player wraps long lines)."""
 
 
 def ansi_c_quote(text: str) -> str:
@@ -83,14 +89,35 @@ class BashTool(SessionTool):
     text_tag = "bash"
     text_argument = "command"
 
-    def __init__(self, timeout_s: float = 60.0, output_limit: int = DEFAULT_OUTPUT_LIMIT) -> None:
+    def __init__(
+        self,
+        timeout_s: float = 60.0,
+        output_limit: int = DEFAULT_OUTPUT_LIMIT,
+        record: bool = True,
+    ) -> None:
         super().__init__(timeout_s, output_limit)
+        self.record = record
+        self._cast: CastRecorder | None = None
 
     def make_session(self, sandbox: Sandbox) -> BashSession:
         return BashSession(sandbox, self.output_limit, None)
 
+    def attachments(self) -> dict[str, str]:
+        """``bash.cast``: the commands and what they printed, as an asciinema v2
+        recording (replay with ``asciinema play``), when any command ran."""
+        return {"bash.cast": self._cast.text()} if self._cast is not None else {}
+
     async def call(self, args: dict[str, Any], sandbox: Sandbox | None = None) -> ToolResult:
-        reply = await self.request(args["command"], sandbox)
+        result = await self._run(args["command"], sandbox)
+        if self.record:
+            if self._cast is None:
+                self._cast = CastRecorder(CAST_WIDTH, CAST_HEIGHT, title="bash tool")
+            self._cast.output(_crlf(f"$ {args['command']}\n").encode())
+            self._cast.output(_crlf(result.output + "\n").encode())
+        return result
+
+    async def _run(self, command: str, sandbox: Sandbox | None) -> ToolResult:
+        reply = await self.request(command, sandbox)
         session = self.session
         assert isinstance(session, BashSession)
         output = reply.output.strip("\n")
@@ -114,6 +141,11 @@ class BashTool(SessionTool):
         text = "\n".join([output, *notes]).strip("\n")
         failed = reply.timed_out or reply.restarted or exit_code != 0
         return ToolResult(output=text, is_error=failed, metadata={"exit_code": exit_code})
+
+
+def _crlf(text: str) -> str:
+    """Line ends as a terminal prints them (a cast player needs the carriage return)."""
+    return text.replace("\r\n", "\n").replace("\n", "\r\n")
 
 
 class BashKit(SingleToolKit):

@@ -191,6 +191,26 @@ def test_bash_exit_codes_and_errors_are_shown(box: Sandbox) -> None:
     assert errors(traj) == [True, True, False]
 
 
+def test_bash_keeps_an_asciinema_recording_of_its_commands(box: Sandbox) -> None:
+    from gem_eval.tools.cast import read_cast
+
+    tool = BashTool()
+    assert tool.attachments() == {}  # nothing ran: no file
+    traj = play(box, tool, *commands("echo one; echo two", "(exit 4)"))
+    assert outputs(traj)[0] == "one\ntwo\n[exit code 0]"
+    header, events = read_cast(tool.attachments()["bash.cast"])
+    assert header["version"] == 2 and header["width"] > 0 and header["height"] > 0
+    printed = "".join(text for _, code, text in events if code == "o")
+    assert printed == (
+        "$ echo one; echo two\r\none\r\ntwo\r\n[exit code 0]\r\n$ (exit 4)\r\n[exit code 4]\r\n"
+    )
+    times = [t for t, _, _ in events]
+    assert times == sorted(times)
+    quiet = BashTool(record=False)
+    play(box, quiet, *commands("echo x"))
+    assert quiet.attachments() == {}
+
+
 def test_bash_timeout_interrupts_and_the_shell_survives(box: Sandbox) -> None:
     traj = play(
         box,
