@@ -80,11 +80,15 @@ def pass_curves(rows: Sequence[Row], colours: dict[str, str], plot: str = "passk
     ks = sorted({int(c[5:]) for r in rows for c in r if c.startswith("pass@")})
     fig, ax = _figure(width=4.6, height=3.2)
     for i, model in enumerate(sorted(colours)):
-        for r in (r for r in rows if r["model"] == model):
-            pts = [(k, _num(r.get(f"pass@{k}"))) for k in ks]
-            xs = [k for k, v in pts if v is not None]
-            ys = [v for _, v in pts if v is not None]
-            ax.plot(xs, ys, "o-", color=colours[model], label=model, gid=f"{plot}-marks-{i}")
+        pts = [
+            (k, v)
+            for r in rows
+            if r["model"] == model
+            for k in ks
+            if (v := _num(r.get(f"pass@{k}"))) is not None
+        ]  # rows are per model: one line each
+        xs, ys = [k for k, _ in pts], [v for _, v in pts]
+        ax.plot(xs, ys, "o-", color=colours[model], label=model, gid=f"{plot}-marks-{i}")
     ax.set_xscale("log", base=2)
     ax.set_xticks(ks, [str(k) for k in ks])
     ax.set_xlabel("k (attempts)")

@@ -101,8 +101,12 @@ def test_a_failing_episode_shows_its_tool_calls(page: Page, report_file: Path) -
     assert view.locator("h3").inner_text() == "openai/weak|qa-search|0|0"
     calls = view.locator('.steps .tool-call[data-tool="search"]')
     assert calls.count() == 1
+    assert calls.first.inner_text().startswith("search")  # its name
     assert '"query"' in calls.first.inner_text()  # its arguments
-    assert "Verran" in calls.first.inner_text()  # and its output (the search results)
+    folded = calls.first.locator("details")  # its output (the search results), folded
+    assert "[1] " not in folded.inner_text()
+    folded.locator("summary").click()
+    assert "[1] Verran" in folded.inner_text()
     assert view.locator('.msg.assistant .tool-call[data-tool="search"]').count() == 1
     assert "nobody" in view.locator(".msg.assistant").last.inner_text()
     assert '"gold"' in view.inner_text()  # the grader's output
