@@ -110,8 +110,13 @@ def transcript(record: EpisodeRecord, gamma: float) -> dict[str, Any]:
 
 
 def pack(value: Any) -> str:
-    """JSON, gzip, base64: what the page's ``DecompressionStream('gzip')`` unpacks."""
-    raw = json.dumps(value, separators=(",", ":"), allow_nan=False, default=str)
+    """JSON, gzip, base64: what the page's ``DecompressionStream('gzip')`` unpacks.
+
+    A float that JSON cannot hold (nan, inf: an env's info may carry one) becomes null."""
+    try:
+        raw = json.dumps(value, separators=(",", ":"), allow_nan=False, default=str)
+    except ValueError:
+        raw = json.dumps(_json_safe(value), separators=(",", ":"), allow_nan=False, default=str)
     return base64.b64encode(gzip.compress(raw.encode(), compresslevel=6, mtime=0)).decode()
 
 
@@ -131,6 +136,14 @@ def _summary(record: EpisodeRecord) -> list[Any]:
         "score": record.score if record.outcome in SCORED_OUTCOMES else None,
     }
     return [_finite(row.get(name)) for name in SUMMARY_FIELDS]
+
+
+def _json_safe(value: Any) -> Any:
+    if isinstance(value, dict):
+        return {k: _json_safe(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_json_safe(v) for v in value]
+    return _finite(value)
 
 
 def _finite(value: Any) -> Any:

@@ -58,3 +58,10 @@ def test_report_needs_no_network(recorded: Recorded, tmp_path: Path) -> None:
 def test_pack_round_trips_text_a_script_element_cannot_hold() -> None:
     value = {"content": "</script><!-- é 𝄞", "n": [1, 2.5, None]}
     assert unpack(pack(value)) == value
+
+
+def test_pack_writes_what_json_cannot_hold_as_null() -> None:
+    assert unpack(pack({"f1": float("nan"), "r": [float("inf"), 1.0]})) == {
+        "f1": None,
+        "r": [None, 1.0],
+    }
