@@ -5,11 +5,12 @@ from __future__ import annotations
 
 import re
 import xml.etree.ElementTree as ET
+from typing import Any
 
 from gem_eval.report import plots
 
 SVG = "{http://www.w3.org/2000/svg}"
-ROWS = [
+ROWS: list[dict[str, Any]] = [
     {"model": "b", "task_id": "t1", "score": 0.5, "ci_low": 0.2, "ci_high": 0.8,
      "cost_usd": 0.12, "turns": 3.0, "pass@1": 0.5, "pass@2": 0.7},
     {"model": "a", "task_id": "t1", "score": 0.9, "ci_low": 0.8, "ci_high": 1.0,
