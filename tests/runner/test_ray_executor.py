@@ -26,14 +26,16 @@ from typing import Any
 
 import pytest
 
+from gem_eval.cli.options import check_executor
+from gem_eval.errors import UserError
 from gem_eval.models import ScriptedModel
 from gem_eval.models.base import GenerateConfig, Message, Model, ModelOutput, ToolSchema
-from gem_eval.records import EpisodeRecord, ModelSpec
+from gem_eval.records import EpisodeRecord, EpisodeSpec, ModelSpec, TaskSpec
+from gem_eval.runner.node_worker import NodeWorker
+from gem_eval.runner.ray_executor import RayExecutor, _share
 from gem_eval.runner.session import RunOptions, execute_run, plan_run
 from gem_eval.store import RunDir
 from tests.conftest import IN_CI
-
-pytestmark = [pytest.mark.ray, pytest.mark.bwrap, pytest.mark.slow]
 
 REPO = Path(__file__).resolve().parents[2]
 RAY = Path(sys.executable).with_name("ray")
@@ -216,6 +218,9 @@ def _essence(record: EpisodeRecord) -> tuple[Any, ...]:
     return (record.outcome, record.score, record.success, record.turns, record.seed)
 
 
+@pytest.mark.ray
+@pytest.mark.bwrap
+@pytest.mark.slow
 def test_a_suite_on_two_nodes_gives_the_local_executors_records(
     cluster: Cluster, tmp_path: Path
 ) -> None:
@@ -236,6 +241,9 @@ def test_a_suite_on_two_nodes_gives_the_local_executors_records(
     assert sum(nodes.values()) == 8
 
 
+@pytest.mark.ray
+@pytest.mark.bwrap
+@pytest.mark.slow
 def test_a_node_killed_mid_run_loses_only_its_episodes_in_flight(
     cluster: Cluster, tmp_path: Path
 ) -> None:
@@ -279,3 +287,63 @@ def test_a_node_killed_mid_run_loses_only_its_episodes_in_flight(
     latest = again.run_dir.latest_by_key()
     assert {r.outcome for r in latest.values()} == {"completed"} and len(latest) == 8
     assert {k: _essence(latest[k]) for k in finished} == finished  # nothing finished replayed
+
+
+# -- without a cluster -----------------------------------------------------------------------
+
+
+def test_a_models_connection_cap_is_split_between_the_nodes() -> None:
+    assert _share(ModelSpec(name="m", max_connections=64), 64, 2).max_connections == 32
+    assert _share(ModelSpec(name="m"), 9, 2).max_connections == 4  # the run's concurrency
+    assert _share(ModelSpec(name="m", max_connections=1), 64, 3).max_connections == 1
+
+
+def test_a_nodes_attachments_travel_beside_its_record(tmp_path: Path) -> None:
+    worker = NodeWorker(coder, {"run_id": None})
+    spec = EpisodeSpec(
+        key="k",
+        task=TaskSpec(id="t", env_id="e"),
+        model=ModelSpec(name="m"),
+        sample=0,
+        epoch=0,
+        seed=0,
+    )
+
+    async def play(run_id: str, spec: EpisodeSpec) -> EpisodeRecord:
+        record = EpisodeRecord(
+            run_id=run_id,
+            key=spec.key,
+            model="m",
+            task_id="t",
+            sample=0,
+            epoch=0,
+            outcome="completed",
+            score=1.0,
+            success=True,
+            turns=1,
+            started_at=0.0,
+            finished_at=1.0,
+        )
+        record.attach({"session.cast": "cast"})
+        return record
+
+    worker.executor.run = play  # type: ignore[method-assign]
+    record, files = asyncio.run(worker.run("r", spec))
+    assert files == {"session.cast": "cast"}
+    assert record.take_files() == {}  # the record that travels carries none
+
+
+def test_the_ray_executor_without_ray_says_how_to_install_it(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setitem(sys.modules, "ray", None)  # import ray raises ImportError
+    with pytest.raises(UserError, match=r"pip install 'gem-eval\[ray\]'"):
+        asyncio.run(RayExecutor(coder).start([ModelSpec(name="m")]))
+
+
+def test_an_unknown_executor_is_one_line() -> None:
+    with pytest.raises(UserError, match="unknown executor 'spark'"):
+        check_executor("spark", None)
+    with pytest.raises(UserError, match="--ray-address goes with --executor ray"):
+        check_executor("local", "10.0.0.1:6379")
+    assert check_executor("ray", None) and not check_executor("local", None)
