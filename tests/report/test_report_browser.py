@@ -114,6 +114,20 @@ def test_a_failing_episode_shows_its_tool_calls(page: Page, report_file: Path) -
     assert page.errors == []
 
 
+def test_a_failed_episode_is_two_clicks_from_the_leaderboard(page: Page, report_file: Path) -> None:
+    p = page.open(report_file.as_uri())
+    p.locator('#board td[data-col="model"]', has_text="openai/weak").locator("a.failures").click()
+    rows = p.locator("#episode-list tbody tr")
+    assert rows.count() > 0
+    models = p.locator("#episode-list tbody td:nth-child(2)").all_inner_texts()
+    assert set(models) == {"openai/weak"}
+    scores = p.locator("#episode-list tbody td:nth-child(7)").all_inner_texts()
+    assert scores and all(float(s) < 1 for s in scores)
+    rows.first.click()
+    assert p.locator("#episode-view h3").inner_text().startswith("openai/weak|")
+    assert page.errors == []
+
+
 def test_plots_have_one_mark_per_model_and_group(page: Page, report_file: Path) -> None:
     p = page.open(report_file.as_uri())
     marks = {

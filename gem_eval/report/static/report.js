@@ -65,8 +65,21 @@
     }));
     const body = rows.map((r) => el("tr", {}, ...cols.map((c) => el("td",
       { "data-col": c, "data-value": JSON.stringify(r[c]), class: KEYS.has(c) ? "key" : null },
-      c === "model" ? swatch(r[c]) : null, fmt(c, r[c])))));
+      c === "model" ? swatch(r[c]) : null, fmt(c, r[c]), c === "model" ? failuresLink(r) : null))));
     $("board").replaceChildren(el("thead", {}, head), el("tbody", {}, ...body));
+  }
+  function failuresLink(r) { // one click from a leaderboard row to its failed episodes
+    const a = el("a", { href: "#episodes", class: "failures", title: "its episodes scored below 1" }, "failures");
+    a.addEventListener("click", () => {
+      $("f-model").value = r.model;
+      $("f-task").value = r.task_id !== undefined ? r.task_id : "";
+      $("f-outcome").value = "";
+      $("f-score").value = "fail";
+      $("f-key").value = "";
+      page = 0;
+      drawEpisodes();
+    });
+    return a;
   }
   $("board-by").addEventListener("change", () => { sortCol = null; drawBoard(); });
   drawBoard();
