@@ -141,7 +141,8 @@ def _svg(fig: Figure, ax: Axes) -> str:
     import matplotlib
 
     if ax.get_legend_handles_labels()[0]:
-        ax.legend(fontsize=8, loc="best", frameon=False)
+        # Beside the axes, not on them: it must never hide a point.
+        ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1.0), frameon=False)
     with matplotlib.rc_context({"svg.fonttype": "none", "svg.hashsalt": "gem-eval"}):
         buf = io.StringIO()
         fig.savefig(buf, format="svg", metadata={"Date": None})
