@@ -38,6 +38,10 @@ ImageMap = Annotated[
     ),
 ]
 
+ModelArgs = Annotated[
+    list[str] | None,
+    typer.Option("--model-arg", "-M", help="Generation setting key=value (temperature=0.7)."),
+]
 ModelBaseUrl = Annotated[
     str | None, typer.Option(help="Base URL of an OpenAI-compatible server (vLLM, SGLang ...).")
 ]

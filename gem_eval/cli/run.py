@@ -13,6 +13,7 @@ from gem_eval.cli.options import (
     ApiKeyEnv,
     ExecutorName,
     ImageMap,
+    ModelArgs,
     ModelBackend,
     ModelBaseUrl,
     RayAddress,
@@ -55,10 +56,7 @@ def run(
     max_cost: Annotated[
         float | None, typer.Option(help="Stop scheduling once the run cost this many USD.")
     ] = None,
-    model_arg: Annotated[
-        list[str] | None,
-        typer.Option("--model-arg", "-M", help="Generation setting key=value (temperature=0.7)."),
-    ] = None,
+    model_arg: ModelArgs = None,
     model_base_url: ModelBaseUrl = None,
     model_backend: ModelBackend = None,
     api_key_env: ApiKeyEnv = None,
