@@ -122,7 +122,7 @@ class LocalCluster:
 
     def _start(self, args: list[str]) -> None:
         temp = tempfile.mkdtemp(prefix="rb", dir="/tmp")  # short: Ray's sockets live there
-        env = {**os.environ, "RAY_USAGE_STATS_ENABLED": "0"}
+        env = {**os.environ, "RAY_USAGE_STATS_ENABLED": "0"}  # RAY_AUTH_MODE: see main()
         cmd = [str(RAY), "start", *args, "--num-cpus", "1", f"--temp-dir={temp}"]
         proc = subprocess.Popen(
             [*cmd, "--disable-usage-stats"],
@@ -265,6 +265,9 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=2)
     args = parser.parse_args()
     n = args.episodes
+    # Every node and driver alike (inherited): `ray start --head` turns token auth on by
+    # itself once ~/.ray/auth_token exists, yet a joining node connects without it.
+    os.environ["RAY_AUTH_MODE"] = "disabled"
     expected = expected_tool_output()
     server = FakeServer(args.latency)
     runs: dict[str, list[Side]] = {"local": [], "ray1": [], "ray2": []}

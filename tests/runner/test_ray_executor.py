@@ -39,6 +39,10 @@ from tests.conftest import IN_CI
 
 REPO = Path(__file__).resolve().parents[2]
 RAY = Path(sys.executable).with_name("ray")
+# Explicit on every node and the driver: Ray turns token auth on by itself for `ray start
+# --head` once ~/.ray/auth_token exists (any local `ray.init()` writes one), yet a joining
+# node then connects without it. A loopback test cluster needs no token.
+AUTH_MODE = "disabled"
 
 # Solves the stdio task "pair-sums" and fails the others: scores that differ by sample.
 PROGRAM = (
@@ -121,6 +125,7 @@ def _start(args: list[str], temp: str, tries: int = 2) -> int:
         **os.environ,
         "PYTHONPATH": str(REPO),  # the nodes import this module's model factory
         "RAY_USAGE_STATS_ENABLED": "0",
+        "RAY_AUTH_MODE": AUTH_MODE,
         # A dead node is noticed in about a second, not 30.
         "RAY_health_check_period_ms": "500",
         "RAY_health_check_timeout_ms": "1000",
@@ -167,16 +172,18 @@ def head() -> Iterator[Cluster]:
         port = s.getsockname()[1]
     temp = tempfile.mkdtemp(prefix="rh", dir="/tmp")
     head_args = ["--head", f"--port={port}", "--num-cpus", "1", "--resources", '{"node_a": 1}']
-    pgid = _start([*head_args, "--include-dashboard=false"], temp)
-    cluster = Cluster(f"127.0.0.1:{port}", {"head": pgid})
-    try:
-        yield cluster
-    finally:
-        import ray
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("RAY_AUTH_MODE", AUTH_MODE)  # the driver (this process), as the nodes
+        pgid = _start([*head_args, "--include-dashboard=false"], temp)
+        cluster = Cluster(f"127.0.0.1:{port}", {"head": pgid})
+        try:
+            yield cluster
+        finally:
+            import ray
 
-        ray.shutdown()
-        for name in list(cluster.groups):
-            cluster.kill(name)
+            ray.shutdown()
+            for name in list(cluster.groups):
+                cluster.kill(name)
 
 
 @pytest.fixture
