@@ -29,7 +29,14 @@ import pytest
 from gem_eval.cli.options import check_executor
 from gem_eval.errors import UserError
 from gem_eval.models import ScriptedModel
-from gem_eval.models.base import GenerateConfig, Message, Model, ModelOutput, ToolSchema
+from gem_eval.models.base import (
+    GenerateConfig,
+    Message,
+    Model,
+    ModelOutput,
+    ToolSchema,
+    Usage,
+)
 from gem_eval.records import EpisodeRecord, EpisodeSpec, ModelSpec, TaskSpec
 from gem_eval.runner.node_worker import NodeWorker
 from gem_eval.runner.ray_executor import RayExecutor, _share
@@ -64,10 +71,11 @@ tasks:
 
 
 class SlowCoder(ScriptedModel):
-    """Answers every task with :data:`PROGRAM`, after ``delay`` seconds."""
+    """Answers every task with :data:`PROGRAM`, after ``delay`` seconds, for ``cost``."""
 
-    def __init__(self, name: str, delay: float) -> None:
-        super().__init__([PROGRAM], name=name)
+    def __init__(self, name: str, delay: float, cost: float | None = None) -> None:
+        reply = ModelOutput(text=PROGRAM, finish_reason="stop", usage=Usage(cost_usd=cost))
+        super().__init__([reply], name=name)
         self.delay = delay
 
     async def generate(
@@ -82,8 +90,10 @@ class SlowCoder(ScriptedModel):
 
 def coder(spec: ModelSpec) -> Model:
     """The runs' models, built on the nodes (this module is on their PYTHONPATH):
-    ``coder`` answers at once, ``slow-coder`` after a second."""
-    return SlowCoder(spec.name, 1.0 if spec.name.startswith("slow") else 0.0)
+    ``coder`` answers at once, ``slow-coder`` after a second, ``paid-slow-coder`` too,
+    for a dollar a call."""
+    delay = 1.0 if "slow" in spec.name else 0.0
+    return SlowCoder(spec.name, delay, 1.0 if spec.name.startswith("paid") else None)
 
 
 @dataclass
@@ -294,6 +304,24 @@ def test_a_node_killed_mid_run_loses_only_its_episodes_in_flight(
     latest = again.run_dir.latest_by_key()
     assert {r.outcome for r in latest.values()} == {"completed"} and len(latest) == 8
     assert {k: _essence(latest[k]) for k in finished} == finished  # nothing finished replayed
+
+
+@pytest.mark.ray
+@pytest.mark.bwrap
+@pytest.mark.slow
+def test_max_cost_holds_across_the_nodes(cluster: Cluster, tmp_path: Path) -> None:
+    suite = tmp_path / "suite.yaml"
+    suite.write_text(SUITE)
+    options = RunOptions(concurrency=2, epochs=2, max_cost_usd=2.5)  # $1 an episode, 8 planned
+    plan = plan_run(str(suite), [ModelSpec(name="paid-slow-coder")], options, tmp_path / "r")
+    summary = asyncio.run(
+        execute_run(plan, model_factory=coder, on_ray=True, ray_address=cluster.address)
+    )
+    records = list(plan.run_dir.records())
+    assert summary.status == "budget_exhausted"
+    # Scheduling stops once $2.5 is spent: at most the 2 then in flight finish after it.
+    assert 3 <= len(records) <= 4 and summary.cost_usd == len(records)
+    assert all(r.outcome == "completed" for r in records)
 
 
 # -- without a cluster -----------------------------------------------------------------------
