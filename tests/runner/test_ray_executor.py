@@ -324,6 +324,40 @@ def test_max_cost_holds_across_the_nodes(cluster: Cluster, tmp_path: Path) -> No
     assert all(r.outcome == "completed" for r in records)
 
 
+@pytest.mark.ray
+@pytest.mark.bwrap
+@pytest.mark.slow
+def test_ctrl_c_cancels_the_episodes_on_the_nodes(cluster: Cluster, tmp_path: Path) -> None:
+    suite = tmp_path / "suite.yaml"
+    suite.write_text(SUITE)
+    options = RunOptions(concurrency=4, epochs=2)
+    plan = plan_run(str(suite), [ModelSpec(name="slow-coder")], options, tmp_path / "r")
+
+    async def main() -> Any:
+        cancelled: list[bool] = []
+
+        def interrupt(record: EpisodeRecord) -> None:  # Ctrl-C once, after the first episode
+            if not cancelled:
+                cancelled.append(run.cancel())
+
+        run = asyncio.create_task(
+            execute_run(
+                plan,
+                model_factory=coder,
+                sinks=[interrupt],
+                on_ray=True,
+                ray_address=cluster.address,
+            )
+        )
+        return await run
+
+    summary = asyncio.run(main())
+    outcomes = sorted(r.outcome for r in plan.run_dir.records())
+    assert summary.status == plan.run_dir.read_manifest().status == "interrupted"
+    assert "completed" in outcomes and "cancelled" in outcomes  # no harness_error
+    assert set(outcomes) == {"completed", "cancelled"} and len(outcomes) < 8
+
+
 # -- without a cluster -----------------------------------------------------------------------
 
 
