@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING
 
 from gem_eval.agent import tool_calls
 from gem_eval.agent.failures import Stage, describe, formatted_traceback, outcome_of
@@ -20,6 +21,9 @@ from gem_eval.models.base import GenerateConfig, Message, Model, ModelOutput
 from gem_eval.sandbox.base import Sandbox
 from gem_eval.tools.base import Tool
 from gem_eval.trajectory import Step, ToolEvent, Trajectory
+
+if TYPE_CHECKING:
+    from gem_eval.budget import Budget
 
 
 async def run_episode(
@@ -35,6 +39,7 @@ async def run_episode(
     redactor: Redactor | None = None,
     on_step: Callable[[Trajectory], None] | None = None,
     sandbox: Sandbox | None = None,
+    budget: Budget | None = None,
 ) -> Trajectory:
     """Play one episode of ``env`` with ``model``; return its full record.
 
@@ -58,13 +63,15 @@ async def run_episode(
             step, e.g. to show the episode live.
         sandbox: Where tools run (their owner starts and closes it). A sandbox failure
             ends the episode as ``infra_error``.
+        budget: The run's budget: checked before each model call (spent: the episode
+            ends ``cancelled``), charged with each call's cost.
     """
     if tool_mode not in tool_calls.TOOL_MODES:
         raise ValueError(f"tool_mode must be one of {tool_calls.TOOL_MODES}, not {tool_mode!r}")
     if tool_mode == "native" and tools and not model.supports_tools:
         tool_mode = "text"  # the model cannot call functions: teach it the text protocol
     episode = _Episode(env, model, list(tools), limits or Limits(), config or GenerateConfig())
-    episode.on_step, episode.sandbox = on_step, sandbox
+    episode.on_step, episode.sandbox, episode.budget = on_step, sandbox, budget
     episode.traj.seed, episode.traj.tool_mode = seed, tool_mode
     start = time.monotonic()
     try:
@@ -88,6 +95,7 @@ class _Episode:
         self.traj = Trajectory(env_id=env_id, model=model.name)
         self.on_step: Callable[[Trajectory], None] | None = None
         self.sandbox: Sandbox | None = None
+        self.budget: Budget | None = None
         self.acted = False
 
     async def _engine_alive(self) -> bool:
@@ -162,6 +170,9 @@ class _Episode:
     ) -> ModelOutput | None:
         """One model call, cut off at the time limit; ``None`` when the episode ended."""
         traj = self.traj
+        if self.budget is not None and self.budget.exhausted:
+            traj.outcome, traj.error = "cancelled", f"stopped: {self.budget.describe()}"
+            return None
         remaining = None
         if self.limits.max_time_s is not None:
             remaining = self.limits.max_time_s - (time.monotonic() - start)
@@ -178,6 +189,8 @@ class _Episode:
             return None
         traj.usage = traj.usage + output.usage
         traj.retries += output.retries
+        if self.budget is not None:
+            self.budget.charge(output.usage.cost_usd)
         return output
 
     async def _run_tools(self, step: Step, calls: list[tool_calls.ParsedCall], mode: str) -> None:

@@ -14,6 +14,7 @@ from abc import ABC, abstractmethod
 from typing import Any
 
 from gem_eval.agent import Limits, Redactor, run_episode
+from gem_eval.budget import Budget
 from gem_eval.envs.hosted import HostedEnv
 from gem_eval.errors import GemEvalError
 from gem_eval.models.base import GenerateConfig, Model
@@ -58,6 +59,10 @@ class Executor(ABC):
         policy), for the manifest."""
         return {}
 
+    def use_budget(self, budget: Budget) -> None:  # noqa: B027 - optional hook
+        """The run's budget, for executors whose episodes' model calls can check and
+        charge it (see :mod:`gem_eval.budget`); others are held to it per episode."""
+
     async def aclose(self) -> None:  # noqa: B027 - optional hook
         """Release shared resources."""
 
@@ -76,6 +81,7 @@ class LocalExecutor(Executor):
         self.provisioner = provisioner or Provisioner()
         self.models: dict[str, Model] = {}
         self.redactor: Redactor | None = None
+        self.budget: Budget | None = None
         self.tasks: list[TaskSpec] = []
 
     async def start(self, models: list[ModelSpec]) -> None:
@@ -130,6 +136,7 @@ class LocalExecutor(Executor):
                     system_prompt=task.system_prompt,
                     sandbox=sandbox,
                     redactor=self.redactor,
+                    budget=self.budget,
                 )
                 files = _attachments(tools, self.redactor)
         except GemEvalError as exc:  # no sandbox or tool server: not the model's fault
@@ -139,6 +146,9 @@ class LocalExecutor(Executor):
         record = to_record(run_id, spec, trajectory, started)
         record.attach(files)
         return record
+
+    def use_budget(self, budget: Budget) -> None:
+        self.budget = budget
 
     def check(self, tasks: list[TaskSpec]) -> None:
         self.provisioner.check(tasks)

@@ -14,6 +14,7 @@ from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
+from gem_eval.budget import Budget
 from gem_eval.outcomes import OUTCOMES
 from gem_eval.records import EpisodeRecord, EpisodeSpec, RunStatus
 from gem_eval.runner.executor import Executor
@@ -68,10 +69,10 @@ class RunSummary:
         for exit_class in ("config", "harness"):
             if exit_class in classes:
                 return _EXIT_CODES[exit_class]
+        if self.status == "budget_exhausted":  # its cut episodes are cancelled: say why
+            return EXIT_BUDGET
         if "incomplete" in classes:
             return EXIT_INCOMPLETE
-        if self.status == "budget_exhausted":
-            return EXIT_BUDGET
         return EXIT_OK
 
     def failure(self) -> str | None:
@@ -103,7 +104,8 @@ class Runner:
         executor: Plays one episode.
         sinks: Called with every record, in the order episodes finish.
         concurrency: Episodes in flight (each model also limits its own connections).
-        max_cost_usd: Stop scheduling once the run has cost this much.
+        max_cost_usd: The run's budget (:mod:`gem_eval.budget`): no episode is scheduled
+            and no model call starts once the run has cost this much.
         spent_usd: What the run cost before (a resumed run), counted against the budget.
 
     A sink that fails (a full disk) stops the run: the episodes in flight are cancelled
@@ -125,6 +127,8 @@ class Runner:
         self.run_id, self.executor, self.sinks = run_id, executor, list(sinks)
         self.concurrency, self.max_cost_usd = concurrency, max_cost_usd
         self.summary = RunSummary(status="running", cost_usd=spent_usd)
+        self.budget = Budget(max_cost_usd, spent_usd)
+        executor.use_budget(self.budget)  # model calls check it: no new call once spent
         self._sink_error: BaseException | None = None
 
     async def run(self, specs: Sequence[EpisodeSpec]) -> RunSummary:
@@ -208,4 +212,7 @@ class Runner:
             summary.stopped_by = f"model {record.model!r}: {error or record.outcome}"
 
     def _over_budget(self) -> bool:
-        return self.max_cost_usd is not None and self.summary.cost_usd >= self.max_cost_usd
+        """Spent, by the calls' meter or by the records (an executor whose calls do not
+        share the meter)."""
+        cap = self.max_cost_usd
+        return self.budget.exhausted or (cap is not None and self.summary.cost_usd >= cap)

@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from gem_eval.models import ScriptedModel, Usage
+from gem_eval.models import ModelOutput, ScriptedModel, Usage
 from gem_eval.records import EpisodeRecord, EpisodeSpec, ModelSpec, TaskSpec
 from gem_eval.runner import (
     EXIT_BUDGET,
@@ -316,3 +316,38 @@ def test_files_the_tools_made_come_with_the_record_redacted(
     [record] = seen
     assert record.outcome == "completed", record.trajectory and record.trajectory.error
     assert record.take_files() == {"session.cast": "typed [REDACTED]\n"}
+
+
+class _PricedModel(ScriptedModel):
+    """Guesses 1, 2, 3 ... (never solving fast); each call costs $0.01 and takes a moment,
+    so that episodes overlap."""
+
+    async def generate(self, messages: Any, tools: Any = None, config: Any = None) -> Any:
+        await asyncio.sleep(0.005)
+        turn = sum(1 for m in messages if m["role"] == "assistant")
+        return ModelOutput(text=f"\\boxed{{{turn + 1}}}", usage=Usage(cost_usd=0.01))
+
+
+def test_no_model_call_starts_once_the_budget_is_spent() -> None:
+    executor = LocalExecutor(lambda spec: _PricedModel(["x"], name=spec.name))
+    seen: list[EpisodeRecord] = []
+    runner = Runner("r", executor, [seen.append], concurrency=4, max_cost_usd=0.05)
+
+    async def main() -> Any:
+        await executor.start([ModelSpec(name="scripted")])
+        summary = await runner.run(specs(20, env_id="game:GuessTheNumber-v0"))
+        await executor.aclose()
+        return summary
+
+    summary = asyncio.run(main())
+    spent = sum(r.cost_usd or 0.0 for r in seen)
+    # Without the per-call check the four episodes in flight play on: ~10 calls each.
+    assert 0.05 <= spent <= 0.05 + 4 * 0.01 + 1e-9
+    assert runner.budget.spent == pytest.approx(spent)
+    assert summary.status == "budget_exhausted" and summary.exit_code == EXIT_BUDGET
+    cut = [r for r in seen if r.outcome == "cancelled"]
+    assert cut and all(
+        "--max-cost budget ($0.05) is spent" in (r.trajectory.error or "") for r in cut
+    )
+    assert all(r.score is None for r in cut)  # not scored: --resume plays them again
+    assert len(seen) <= 4 + 1  # no episode was scheduled after the cap
