@@ -82,7 +82,8 @@ class GameEnv(Env, Generic[MoveT]):
         self.invalid_move_reward = invalid_move_reward
         self.turn = 0
         self.done = True
-        self.play_rng = random.Random()
+        self._play_seed = 0
+        self._play_rng: random.Random | None = random.Random()
         self._final: tuple[bool, bool, bool, bool] = (False, False, False, False)
         self._p0 = 0.0
         self._progress_now = 0.0
@@ -124,12 +125,25 @@ class GameEnv(Env, Generic[MoveT]):
     def sample_random_action(self, rng: random.Random) -> str:
         """A well-formed random move drawn from ``rng`` (may be illegal or poor)."""
 
+    @property
+    def play_rng(self) -> random.Random:
+        """The generator for draws made during play, seeded from ``self.rng`` at reset.
+
+        Made on first use: most games never draw during play, and seeding a generator
+        costs more than a whole GuessTheNumber step.
+        """
+        if self._play_rng is None:
+            self._play_rng = random.Random(self._play_seed)
+        return self._play_rng
+
     # ------------------------------------------------------------- contract
     def reset(self, seed: int | None = None) -> ResetResult:
         super().reset(seed)
         # Draws made while playing (a 2048 tile, a moved mine) come from their own
         # generator, so the next episode does not depend on how this one was played.
-        self.play_rng = random.Random(self.rng.getrandbits(64))
+        # Its seed is drawn now; the generator is made on first use (see play_rng).
+        self._play_seed = self.rng.getrandbits(64)
+        self._play_rng = None
         default_turns = self._new_game()
         setting = self.max_turns_setting
         self.max_turns = default_turns if setting is None else setting
@@ -189,19 +203,16 @@ class GameEnv(Env, Generic[MoveT]):
         return reward
 
     def _observation(self, message: str, solved: bool, lost: bool, truncated: bool) -> str:
-        parts = [message]
-        board = self._render()
-        if board:
-            parts.append(board)
         if solved:
-            parts.append(f"Solved in {self.turn} turn(s).")
+            status = f"Solved in {self.turn} turn(s)."
         elif lost:
-            parts.append("Game over: you lost.")
+            status = "Game over: you lost."
         elif truncated:
-            parts.append(f"Out of turns ({self.max_turns}): game over.")
+            status = f"Out of turns ({self.max_turns}): game over."
         else:
-            parts.append(f"Turns left: {self.max_turns - self.turn}.")
-        return "\n\n".join(parts)
+            status = f"Turns left: {self.max_turns - self.turn}."
+        board = self._render()
+        return f"{message}\n\n{board}\n\n{status}" if board else f"{message}\n\n{status}"
 
     def _info(self, error: str | None, solved: bool, lost: bool) -> dict[str, Any]:
         info: dict[str, Any] = {
