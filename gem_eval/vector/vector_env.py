@@ -50,10 +50,12 @@ def _run_all(jobs: Sequence[tuple[int, Any]], run: Any) -> list[Any]:
 
     Every sub-env is stepped whatever happens to the others, as in the async vector env.
     """
-    results, errors = [], []
+    results: list[Any] = []
+    errors: list[VectorEnvError] = []
+    append = results.append  # bound once: this loop runs for every sub-env step
     for i, arg in jobs:
         try:
-            results.append(run(i, arg))
+            append(run(i, arg))
         except VectorEnvError as exc:
             errors.append(exc)
     if errors:
@@ -142,14 +144,13 @@ class VectorEnv(ABC):
 
     def _indices(self, actions: Actions) -> list[tuple[int, str]]:
         """``(index, action)`` pairs, checked against ``num_envs``."""
-        if isinstance(actions, Mapping):
-            pairs = sorted(actions.items())
-        else:
+        if not isinstance(actions, Mapping):
             if isinstance(actions, str) or len(actions) != self.num_envs:
                 raise ValueError(
                     f"step() needs {self.num_envs} actions (or a dict index -> action)"
                 )
-            pairs = list(enumerate(actions))
+            return list(enumerate(actions))  # one action per sub-env, in order
+        pairs = sorted(actions.items())
         for i, _ in pairs:
             if not 0 <= i < self.num_envs:
                 raise IndexError(f"sub-env index {i} is out of range 0..{self.num_envs - 1}")
@@ -185,11 +186,14 @@ class VectorEnv(ABC):
 
     def _step_sync(self, i: int, action: str) -> StepResult:
         """Step sub-env ``i`` in this thread, autoresetting as the mode says."""
-        env = self.envs[i]
         if self._pending_reset[i]:
             return self._next_step_reset(self._reset_sync(i, None))
-        result: StepResult = _call(i, env.step, action)
-        if self._ends_episode(i, result):
+        env = self.envs[i]
+        try:  # _call(i, env.step, action), unrolled: this runs for every sub-env step
+            result: StepResult = env.step(action)
+        except Exception as exc:
+            raise VectorEnvError(i, exc) from exc
+        if (result[2] or result[3]) and self._ends_episode(i, result):
             return self._same_step_reset(result, _call(i, env.reset, None))
         return result
 
@@ -226,10 +230,5 @@ class VectorEnv(ABC):
             return tuple(  # type: ignore[return-value]
                 {i: r[k] for i, r in zip(idx, results)} for k in range(5)
             )
-        return (
-            [r[0] for r in results],
-            [r[1] for r in results],
-            [r[2] for r in results],
-            [r[3] for r in results],
-            [r[4] for r in results],
-        )
+        obs, rewards, terminated, truncated, infos = map(list, zip(*results))
+        return obs, rewards, terminated, truncated, infos
