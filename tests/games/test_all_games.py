@@ -41,11 +41,11 @@ def test_reset_is_reproducible_from_the_seed(env_id: str) -> None:
         assert a.reset(seed) == b.reset(seed)
     ep_a = rollout(a, OraclePolicy(), seed=3)
     ep_b = rollout(b, OraclePolicy(), seed=3)
-    assert [t.action for t in ep_a.turns] == [t.action for t in ep_b.turns]
-    assert [t.observation for t in ep_a.turns] == [t.observation for t in ep_b.turns]
+    assert [t.action for t in ep_a.steps] == [t.action for t in ep_b.steps]
+    assert [t.observation for t in ep_a.steps] == [t.observation for t in ep_b.steps]
     if env_id in FIXED_START:
         return
-    games = {tuple(t.action for t in rollout(a, OraclePolicy(), seed=s).turns) for s in range(6)}
+    games = {tuple(t.action for t in rollout(a, OraclePolicy(), seed=s).steps) for s in range(6)}
     assert len(games) > 1, "different seeds should give different games"
 
 
@@ -54,10 +54,10 @@ def test_oracle_solves_with_the_maximum_return(env_id: str) -> None:
     env = make(env_id)
     for seed in range(30):
         episode = rollout(env, OraclePolicy(), seed=seed)
-        assert episode.success, f"seed {seed}: {episode.turns[-1].observation}"
-        assert len(episode.turns) <= env.max_turns  # type: ignore[attr-defined]
+        assert episode.success, f"seed {seed}: {episode.steps[-1].observation}"
+        assert len(episode.steps) <= env.max_turns  # type: ignore[attr-defined]
         assert episode.total_return == pytest.approx(1.0)
-        assert all(t.info["error"] is None for t in episode.turns)
+        assert all(t.info["error"] is None for t in episode.steps)
         assert 0 < episode.discounted_return(0.9) <= 1.0
 
 
@@ -65,8 +65,9 @@ def test_oracle_solves_with_the_maximum_return(env_id: str) -> None:
 def test_random_play_ends_within_the_turn_limit(env_id: str) -> None:
     env = make(env_id)
     episode = rollout(env, RandomPolicy(seed=0), seed=0)
-    assert episode.done
-    assert len(episode.turns) <= env.max_turns  # type: ignore[attr-defined]
+    assert episode.outcome == "completed"  # the env ended it, not rollout's safety stop
+    assert episode.steps[-1].terminated or episode.steps[-1].truncated
+    assert len(episode.steps) <= env.max_turns  # type: ignore[attr-defined]
     assert episode.total_return <= 1.0 + 1e-9
 
 
@@ -100,7 +101,7 @@ def test_the_next_episode_does_not_depend_on_how_this_one_was_played(env_id: str
         env = make(env_id)
         rollout(env, policy, seed=5)  # type: ignore[arg-type]
         second = rollout(env, OraclePolicy())  # reset() without a seed: carries on
-        return second.observation, [t.observation for t in second.turns]
+        return second.initial_observation, [t.observation for t in second.steps]
 
     assert next_episode(OraclePolicy()) == next_episode(RandomPolicy(seed=1))
 
@@ -109,7 +110,7 @@ def test_the_next_episode_does_not_depend_on_how_this_one_was_played(env_id: str
 def test_stepping_after_the_end_repeats_the_final_flags(env_id: str) -> None:
     env = make(env_id)
     assert env.step("\\boxed{1}")[4]["error"] == "episode_over"  # before any reset
-    last = rollout(env, OraclePolicy(), seed=0).turns[-1]
+    last = rollout(env, OraclePolicy(), seed=0).steps[-1]
     _, reward, terminated, truncated, info = env.step("\\boxed{1}")
     assert (reward, terminated, truncated) == (0.0, last.terminated, last.truncated)
     assert info["error"] == "episode_over" and info["success"] is True

@@ -154,6 +154,6 @@ def test_oracle_reaches_the_target_in_every_variant(variant: str) -> None:
         assert episode.success, (seed, env.board)
         assert max(env.board) >= env.target
         # The tile sum starts at most 8 and each move adds at most 4 to it.
-        assert (env.target - 8) / 4 <= len(episode.turns) <= env.max_turns
+        assert (env.target - 8) / 4 <= len(episode.steps) <= env.max_turns
     if variant == "-random":
         assert targets == {32, 64, 128}

@@ -172,7 +172,7 @@ def test_oracle_solves_every_variant_optimally(variant: str) -> None:
     for seed in range(30):
         episode = rollout(env, OraclePolicy(), seed)
         assert episode.success, seed
-        assert len(episode.turns) == 2**env.num_disks - 1 <= env.max_turns
+        assert len(episode.steps) == 2**env.num_disks - 1 <= env.max_turns
 
 
 def test_random_variant_draws_sizes_reproducibly() -> None:
