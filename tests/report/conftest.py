@@ -48,9 +48,13 @@ def _browser_problem() -> str | None:
     return None
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def browser() -> Iterator[Any]:
-    """Headless Debian Chromium driven by Playwright; missing in CI fails, never skips."""
+    """Headless Debian Chromium driven by Playwright; missing in CI fails, never skips.
+
+    Module-scoped: while Playwright's sync API is open, an event loop runs in the main
+    thread, and every later test's ``asyncio.run`` would fail; it closes with the module.
+    """
     problem = _browser_problem()
     if problem:
         if IN_CI:
