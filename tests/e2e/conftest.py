@@ -33,3 +33,13 @@ def _no_harness_errors(request: pytest.FixtureRequest) -> Iterator[None]:
     yield
     found = harness_errors(root)
     assert not found, "gem-eval failed (harness_error) in: " + "; ".join(found)
+
+
+def as_from_a_terminal() -> None:
+    """``preexec_fn`` for a run the test will stop with SIGINT: Ctrl-C's default action,
+    as in a terminal. A shell without job control starts background commands with SIGINT
+    ignored (POSIX), and a process started so (a CI script run with ``&``) rightly keeps
+    ignoring it, as Python does; the tests play a user at a terminal."""
+    import signal
+
+    signal.signal(signal.SIGINT, signal.SIG_DFL)

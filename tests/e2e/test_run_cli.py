@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.e2e.conftest import as_from_a_terminal
 from tests.fixtures.openai_server import FakeOpenAIServer, Fault, Reply
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -61,6 +62,7 @@ def start_games_run(
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
+        preexec_fn=as_from_a_terminal,  # the tests send SIGINT as Ctrl-C
     )
 
 

@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.e2e.conftest import as_from_a_terminal
 from tests.e2e.test_run_cli import ROOT, gem_eval, records, run_dirs
 from tests.fixtures.openai_server import FakeOpenAIServer, tool_loop
 
@@ -56,6 +57,7 @@ def start_run(server: FakeOpenAIServer, suite: Path, results: Path) -> subproces
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
+        preexec_fn=as_from_a_terminal,  # the tests send SIGINT as Ctrl-C
     )
 
 
