@@ -277,7 +277,8 @@ def test_a_suite_offers_the_terminal_beside_bash_and_keeps_the_cast() -> None:
     assert [e.name for e in events] == ["terminal"] * 5 + ["bash"]
     assert events[-1].output.startswith("6765")
     files = record.take_files()  # what the run's directory writes beside the record
-    assert list(files) == ["terminal.cast"]
+    assert sorted(files) == ["bash.cast", "terminal.cast"]  # each tool keeps its session
+    assert "$ cat /app/fib.txt" in files["bash.cast"]
     _, cast = read_cast(files["terminal.cast"])
     printed = "".join(d for _, c, d in cast if c == "o")
     assert ">>> open('fib.txt', 'w').write(str(a))\r\n4\r\n" in printed  # 4 characters
