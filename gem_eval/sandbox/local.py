@@ -174,6 +174,10 @@ class LocalSandbox(Sandbox):
         for which, value in limits:
             if value:
                 resource.setrlimit(which, (value, value))
+        # A process started with SIGINT ignored (gem-eval run from a script's background
+        # job) would pass that on, and a timed-out command could not be interrupted:
+        # the sandbox's processes start with SIGINT's default action, as in a container.
+        signal.signal(signal.SIGINT, signal.SIG_DFL)
 
     def _env(self, env: dict[str, str] | None) -> dict[str, str]:
         home = self.workdir
