@@ -59,6 +59,24 @@ ModelBackend = Annotated[
         help="litellm, or openai (the direct client, for compatible servers).  [default: litellm]"
     ),
 ]
+TaskGlobs = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--task",
+        help="Only the tasks whose id matches this glob ('tb/hello-*'). Repeatable.",
+    ),
+]
+SampleIds = Annotated[
+    str | None,
+    typer.Option(
+        "--sample", help="Only these sample indices of each task: 0,3,10-19 (keys unchanged)."
+    ),
+]
+Categories = Annotated[
+    list[str] | None,
+    typer.Option("--category", help="Only the tasks of this category. Repeatable."),
+]
+
 ExecutorName = Annotated[
     str,
     typer.Option(
@@ -85,6 +103,20 @@ def check_executor(executor: str, ray_address: str | None) -> bool:
     if ray_address is not None and executor != "ray":
         raise UserError("--ray-address goes with --executor ray")
     return executor == "ray"
+
+
+def selection_options(
+    tasks: list[str] | None, samples: str | None, categories: list[str] | None
+) -> dict[str, Any]:
+    """``--task``/``--sample``/``--category`` as RunOptions fields (only those given)."""
+    from gem_eval.suites.selection import parse_sample_ids
+
+    given = {
+        "tasks": list(tasks) if tasks else None,
+        "samples": sorted(set(parse_sample_ids(samples))) if samples else None,
+        "categories": list(categories) if categories else None,
+    }
+    return {k: v for k, v in given.items() if v is not None}
 
 
 def check_results_dir(results_dir: Path) -> None:

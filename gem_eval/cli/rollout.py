@@ -16,13 +16,17 @@ import typer
 from gem_eval.cli.options import (
     DEFAULT_RESULTS_DIR,
     ApiKeyEnv,
+    Categories,
     ExecutorName,
     ModelArgs,
     ModelBackend,
     ModelBaseUrl,
     RayAddress,
     ResultsDir,
+    SampleIds,
+    TaskGlobs,
     parse_key_values,
+    selection_options,
 )
 from gem_eval.errors import UserError
 
@@ -50,6 +54,9 @@ def rollout(
     epochs: Annotated[
         int | None, typer.Option(min=1, help="Episodes per sample (GRPO's group size).")
     ] = None,
+    task: TaskGlobs = None,
+    sample: SampleIds = None,
+    category: Categories = None,
     gamma: Annotated[float, typer.Option(min=0.0, max=1.0, help="Discount factor.")] = 1.0,
     estimator: Annotated[
         str, typer.Option(help="Advantages: rebn, grpo, reinforce or reinforce_baseline.")
@@ -115,6 +122,7 @@ def rollout(
         seed=seed,
         max_turns=max_turns,
         concurrency=concurrency,
+        select=selection_options(task, sample, category),
         model_arg=args if (model_arg or resume is None) else None,
         model_base_url=model_base_url,
         model_backend=model_backend,

@@ -11,6 +11,7 @@ import typer
 from gem_eval.cli.options import (
     DEFAULT_RESULTS_DIR,
     ApiKeyEnv,
+    Categories,
     ExecutorName,
     ImageMap,
     ModelArgs,
@@ -18,8 +19,11 @@ from gem_eval.cli.options import (
     ModelBaseUrl,
     RayAddress,
     ResultsDir,
+    SampleIds,
+    TaskGlobs,
     check_executor,
     parse_key_values,
+    selection_options,
 )
 from gem_eval.errors import UserError
 
@@ -39,6 +43,9 @@ def run(
         str | None, typer.Option(help="RUN_ID or 'latest': play only what is missing.")
     ] = None,
     limit: Annotated[int | None, typer.Option(help="Samples per task.")] = None,
+    task: TaskGlobs = None,
+    sample: SampleIds = None,
+    category: Categories = None,
     epochs: Annotated[int | None, typer.Option(help="Attempts per sample (pass@k).")] = None,
     seed: Annotated[int | None, typer.Option(help="Base seed of the samples.")] = None,
     max_turns: Annotated[int | None, typer.Option(help="Model calls per episode.")] = None,
@@ -54,8 +61,20 @@ def run(
         ),
     ] = None,
     max_cost: Annotated[
-        float | None, typer.Option(help="Stop scheduling once the run cost this many USD.")
+        float | None,
+        typer.Option(
+            help="The run's budget in USD: once spent, no new model call starts (what "
+            "can overshoot: the calls already in flight)."
+        ),
     ] = None,
+    cache: Annotated[
+        bool,
+        typer.Option(
+            "--cache",
+            help="Take model replies from the response cache when it has them, and keep "
+            "new ones there (`gem-eval cache stats`).",
+        ),
+    ] = False,
     model_arg: ModelArgs = None,
     model_base_url: ModelBaseUrl = None,
     model_backend: ModelBackend = None,
@@ -129,6 +148,8 @@ def run(
         concurrency=concurrency,
         max_attempts=max_attempts,
         max_cost=max_cost,
+        select=selection_options(task, sample, category),
+        cache=cache,
         model_arg=model_arg,
         model_base_url=model_base_url,
         model_backend=model_backend,
@@ -161,6 +182,8 @@ def play_suite(
     concurrency: int | None = None,
     max_attempts: int | None = None,
     max_cost: float | None = None,
+    select: dict[str, Any] | None = None,
+    cache: bool = False,
     model_arg: list[str] | None = None,
     model_base_url: str | None = None,
     model_backend: str | None = None,
@@ -214,11 +237,13 @@ def play_suite(
         "sandbox": sandbox,
         "image_map": parse_image_map(image_map) if image_map else None,
         "no_network": True if no_network else None,
+        **(select or {}),
     }
     control: dict[str, Any] = {
         "concurrency": concurrency,
         "max_cost_usd": max_cost,
         "max_attempts": max_attempts,
+        "cache": True if cache else None,
     }
     request = None
     if resume is not None:

@@ -9,11 +9,15 @@ import typer
 
 from gem_eval.cli.options import (
     DEFAULT_RESULTS_DIR,
+    Categories,
     ExecutorName,
     ImageMap,
     RayAddress,
     ResultsDir,
+    SampleIds,
+    TaskGlobs,
     check_executor,
+    selection_options,
 )
 
 tasks_app = typer.Typer(help="Check a suite's tasks.", no_args_is_help=True)
@@ -25,6 +29,9 @@ def check(
     image_map: ImageMap = None,
     concurrency: Annotated[int, typer.Option(min=1, help="Episodes in flight.")] = 4,
     limit: Annotated[int | None, typer.Option(help="Samples per task.")] = None,
+    task: TaskGlobs = None,
+    sample: SampleIds = None,
+    category: Categories = None,
     results_dir: ResultsDir = DEFAULT_RESULTS_DIR,
     quiet: Annotated[
         bool,
@@ -50,7 +57,10 @@ def check(
 
     on_ray = check_executor(executor, ray_address)
     options = RunOptions(
-        limit=limit, concurrency=concurrency, image_map=parse_image_map(image_map or [])
+        limit=limit,
+        concurrency=concurrency,
+        image_map=parse_image_map(image_map or []),
+        **selection_options(task, sample, category),
     )
     live = not quiet and sys.stderr.isatty()
     progress: Any = LiveProgress() if live else PlainProgress()

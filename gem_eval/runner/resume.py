@@ -5,11 +5,11 @@ settings come with the command line:
 
 * how to reach the models and pace the run (``--model-base-url``, ``--model-backend``,
   ``--api-key-env``, ``--timeout``, ``--max-retries``, ``--max-connections``,
-  ``--concurrency``, ``--max-cost``): a server restarted on another port must be
+  ``--concurrency``, ``--max-cost``, ``--cache``): a server restarted on another port must be
   resumable. These may change; each session's changes are kept in the manifest.
 * what is measured (the suite and its file, the models, ``--seed``, ``-M`` generation
   settings, ``--max-turns``, ``--limit``, ``--epochs``, ``--sandbox``, ``--image-map``,
-  ``--no-network``):
+  ``--no-network``, the selection ``--task``/``--sample``/``--category``):
   changing them would mix episodes played under different settings in one score, so
   they are refused with one line unless ``--force`` (then recorded as forced).
 """
@@ -37,6 +37,7 @@ CONTROL_FLAGS = {
     "concurrency": "--concurrency",
     "max_cost_usd": "--max-cost",
     "max_attempts": "--max-attempts",
+    "cache": "--cache",
 }
 """RunOptions fields a resume may change."""
 
@@ -48,6 +49,9 @@ MEASURED_FLAGS = {
     "sandbox": "--sandbox",
     "image_map": "--image-map",
     "no_network": "--no-network",
+    "tasks": "--task",
+    "samples": "--sample",
+    "categories": "--category",
 }
 """RunOptions fields a resume changes only with ``--force``."""
 

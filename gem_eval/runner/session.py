@@ -27,6 +27,7 @@ from gem_eval.runner.executor import Executor, LocalExecutor
 from gem_eval.runner.provision import Provisioner
 from gem_eval.runner.resume import ResumeRequest
 from gem_eval.runner.runner import Runner, RunSummary
+from gem_eval.suites.selection import Selection
 
 
 @dataclass
@@ -45,6 +46,18 @@ class RunOptions:
     sandbox: str | None = None
     image_map: dict[str, str] = field(default_factory=dict)
     no_network: bool = False
+    tasks: list[str] = field(default_factory=list)
+    """``--task``: globs on task ids (see :mod:`gem_eval.suites.selection`)."""
+    samples: list[int] = field(default_factory=list)
+    """``--sample``: sample indices."""
+    categories: list[str] = field(default_factory=list)
+    """``--category``: task categories."""
+    cache: bool = False
+    """``--cache``: model replies come from (and go to) the response cache."""
+
+    @property
+    def selection(self) -> Selection:
+        return Selection.parse(self.tasks, self.samples, self.categories)
 
 
 @dataclass
@@ -104,13 +117,7 @@ def plan_run(
         if not models:
             raise UserError("give at least one --model")
         suite = load_suite(suite_ref)
-    specs = suite.episodes(
-        list(models),
-        limit=options.limit,
-        epochs=options.epochs,
-        seed=options.seed,
-        overrides=options.overrides,
-    )
+    specs = _episodes(suite, models, options)
     if resume is None:
         from gem_eval.store.run_id import new_run_id
 
@@ -122,7 +129,7 @@ def plan_run(
             # hashes played the same samples, so they can be compared pair by pair.
             suite_hash=suite.digest(seed=options.seed, overrides=options.overrides),
             models=list(models),
-            tasks=suite.task_specs(options.overrides),
+            tasks=suite.task_specs(options.overrides, options.selection),
             episodes_planned=len(specs),
             seed=options.seed,
             epochs=max((s.epoch for s in specs), default=0) + 1,
@@ -139,6 +146,31 @@ def plan_run(
     totals = Counter(s.task.id for s in specs)
     done = totals - Counter(s.task.id for s in todo)
     return PlannedRun(run_dir, manifest, todo, done, totals)
+
+
+def plan_episodes(
+    suite_ref: str, models: Sequence[ModelSpec], options: RunOptions
+) -> list[EpisodeSpec]:
+    """The episodes a new run of ``suite_ref`` would play, creating nothing (for
+    ``--dry-run``)."""
+    from gem_eval.suites import load_suite
+
+    if not models:
+        raise UserError("give at least one --model")
+    return _episodes(load_suite(suite_ref), models, options)
+
+
+def _episodes(suite: Any, models: Sequence[ModelSpec], options: RunOptions) -> list[EpisodeSpec]:
+    return list(
+        suite.episodes(
+            list(models),
+            limit=options.limit,
+            epochs=options.epochs,
+            seed=options.seed,
+            overrides=options.overrides,
+            select=options.selection,
+        )
+    )
 
 
 def _still_to_play(

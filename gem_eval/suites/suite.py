@@ -22,6 +22,7 @@ from pydantic import ValidationError
 from gem_eval.datasets import Row
 from gem_eval.records import EpisodeSpec, ModelSpec, TaskSpec
 from gem_eval.suites.schema import SuiteError, TaskFields, describe, format_loc
+from gem_eval.suites.selection import Selection
 
 _MERGED_KEYS = ("limits", "generation", "args", "sandbox")
 
@@ -71,9 +72,13 @@ class Suite:
     seed: int | None = None
     defaults: dict[str, Any] = field(default_factory=dict)
 
-    def task_specs(self, overrides: dict[str, Any] | None = None) -> list[TaskSpec]:
-        """The tasks' specs with ``overrides`` (task keys, as in the YAML) on top."""
-        return [spec for spec, _, _, _ in self._plan(overrides)]
+    def task_specs(
+        self, overrides: dict[str, Any] | None = None, select: Selection | None = None
+    ) -> list[TaskSpec]:
+        """The tasks' specs with ``overrides`` (task keys, as in the YAML) on top; only
+        those ``select`` keeps, when given."""
+        specs = [spec for spec, _, _, _ in self._plan(overrides)]
+        return [s for s in specs if select is None or select.keeps_task(s)]
 
     def episodes(
         self,
@@ -83,6 +88,7 @@ class Suite:
         epochs: int | None = None,
         seed: int | None = None,
         overrides: dict[str, Any] | None = None,
+        select: Selection | None = None,
     ) -> list[EpisodeSpec]:
         """Every episode of a run of this suite, models outermost.
 
@@ -93,20 +99,29 @@ class Suite:
             seed: The base seed, instead of the suite's ``defaults.seed`` (or 0).
             overrides: Task keys as in the YAML (``{"limits": {"max_turns": 5}}``),
                 applied on top of every task.
+            select: Only these tasks and samples (see :mod:`gem_eval.suites.selection`);
+                a kept sample keeps its index, seed and key.
 
         Raises:
             SuiteError: Two models share a name, ``limit`` or ``epochs`` is below 1, or
                 ``overrides`` does not validate.
+            UserError: A part of ``select`` matches nothing.
         """
         names = [m.name for m in models]
         twice = sorted({n for n in names if names.count(n) > 1})
         if twice:
             raise SuiteError(f"model {twice[0]!r} is given twice; episode keys would clash")
         base = self._base_seed(seed)
+        plan = self._plan(overrides, limit, epochs)
+        if select:
+            select.check([p[0] for p in plan], {p[0].id: p[1] for p in plan})
+            plan = [p for p in plan if select.keeps_task(p[0])]
         out: list[EpisodeSpec] = []
         for model in models:
-            for task, samples, task_epochs, rows in self._plan(overrides, limit, epochs):
+            for task, samples, task_epochs, rows in plan:
                 for sample in range(samples):
+                    if select and not select.keeps_sample(sample):
+                        continue
                     kwargs = dict(rows[sample]) if rows else {}
                     for epoch in range(task_epochs):
                         key = EpisodeSpec.make_key(model.name, task.id, sample, epoch)
