@@ -117,6 +117,8 @@ def plan_run(
         if not models:
             raise UserError("give at least one --model")
         suite = load_suite(suite_ref)
+        if suite.cache and not options.cache:  # the suite's `cache: true`
+            options = replace(options, cache=True)
     specs = _episodes(suite, models, options)
     if resume is None:
         from gem_eval.store.run_id import new_run_id

@@ -154,6 +154,7 @@ def load_suite(
         path=doc.path,
         seed=suite.defaults.seed,
         defaults=defaults,
+        cache=suite.cache,
     )
 
 
@@ -177,6 +178,9 @@ def _resolve(
     if "env" not in merged:
         where = layers[-2] if len(layers) > len(base) + 1 else layers[-1]  # file, else item
         raise where.doc.error(where.loc, "a task needs `env` (an env id) or `file` (a task file)")
+    if merged.get("scorer") == "judge" and not merged.get("judge"):
+        doc_at, loc_at = _origin(layers, "scorer")
+        raise doc_at.error(loc_at, "scorer: judge needs a `judge:` (its model and rubric)")
     env_doc, env_loc = _origin(layers, "env")
     try:
         env_spec = spec(merged["env"])

@@ -33,6 +33,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from gem_eval.datasets import Dataset
 from gem_eval.errors import UserError, did_you_mean
+from gem_eval.judge import JudgeSpec
 from gem_eval.records import SandboxSpec, Scorer
 
 Loc = tuple[str | int, ...]
@@ -100,6 +101,13 @@ class Sandbox(SandboxSpec):
     model_config = ConfigDict(extra="forbid", strict=True)
 
 
+class Judge(JudgeSpec):
+    """``judge:``: the judge model and rubric of ``scorer: judge`` (see
+    :class:`gem_eval.judge.JudgeSpec`); a layer's ``judge`` replaces a lower one's."""
+
+    model_config = ConfigDict(extra="forbid", strict=True)
+
+
 class TaskFields(_Strict):
     """The keys a task sets and the suite's ``defaults`` default.
 
@@ -115,6 +123,7 @@ class TaskFields(_Strict):
     samples: int = Field(default=1, ge=1)
     system_prompt: str | None = None
     scorer: Scorer = "success"
+    judge: Judge | None = None
     gamma: float = Field(default=1.0, ge=0, le=1)
     generation: Generation = Field(default_factory=Generation)
     category: str | None = None
@@ -154,6 +163,8 @@ class SuiteFile(_Strict):
 
     name: str | None = None
     description: str = ""
+    cache: bool = False
+    """Runs of the suite use the response cache, as ``--cache`` does."""
     defaults: Defaults = Field(default_factory=Defaults)
     tasks: list[TaskItem] = Field(min_length=1)
 

@@ -71,6 +71,8 @@ class Suite:
     path: Path | None = None
     seed: int | None = None
     defaults: dict[str, Any] = field(default_factory=dict)
+    cache: bool = False
+    """``cache: true``: its runs use the response cache (as ``--cache``)."""
 
     def task_specs(
         self, overrides: dict[str, Any] | None = None, select: Selection | None = None
