@@ -27,6 +27,7 @@ Outcome = Literal[
     "config_error",
     "env_error",
     "infra_error",
+    "judge_error",
     "harness_error",
     "cancelled",
 ]
@@ -109,6 +110,12 @@ OUTCOMES: dict[str, OutcomeInfo] = {
             "a transient failure outlasted the retries (rate limits, 5xx, timeouts, "
             "dropped connections, malformed replies) or the sandbox failed before the "
             "agent acted (start, image, setup) or with the engine",
+            capped=True,
+        ),
+        OutcomeInfo(
+            "judge_error", False, True, "incomplete", False,
+            "the judge model of a `scorer: judge` task failed: its call failed for good "
+            "or its replies held no grade (the model's answer is kept, never scored 0)",
             capped=True,
         ),
         OutcomeInfo(

@@ -16,17 +16,20 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field, PrivateAttr, model_validator
 
+from gem_eval.judge import JudgeSpec, JudgeVerdict
 from gem_eval.outcomes import Outcome, is_scored
 from gem_eval.trajectory import Trajectory
 
 RECORD_SCHEMA_VERSION = 1
 
-Scorer = Literal["success", "return", "discounted_return"]
+Scorer = Literal["success", "return", "discounted_return", "judge"]
 """How an episode's ``score`` is computed from its trajectory.
 
 * ``success``: 1.0 when the env reported success, else 0.0 (the default).
 * ``return``: the undiscounted sum of rewards.
 * ``discounted_return``: the sum of ``gamma**t * r_t``.
+* ``judge``: the grade a judge model gives the final answer (the task's ``judge``; see
+  :mod:`gem_eval.judge`).
 """
 
 
@@ -211,6 +214,8 @@ class TaskSpec(BaseModel):
     generation: dict[str, Any] = Field(default_factory=dict)
     scorer: Scorer = "success"
     gamma: float = 1.0
+    judge: JudgeSpec | None = None
+    """The judge model and rubric of ``scorer: judge``."""
 
 
 class EpisodeSpec(BaseModel):
@@ -265,6 +270,9 @@ class EpisodeRecord(BaseModel):
     """Files kept with the episode (a terminal session's asciinema cast), as paths
     relative to the run's directory."""
     trajectory: Trajectory | None = None
+    judge: JudgeVerdict | None = None
+    """The judge's verdict (``scorer: judge``): its grade, reply, tokens and cost, kept
+    apart from the model's (``input_tokens`` and ``cost_usd`` are the model's only)."""
     _files: dict[str, str] = PrivateAttr(default_factory=dict)
 
     def attach(self, files: dict[str, str]) -> None:

@@ -13,13 +13,16 @@ from gem_eval.trajectory import Trajectory
 
 def score(trajectory: Trajectory, scorer: Scorer, gamma: float) -> float | None:
     """The episode's score, or ``None`` when it cannot be scored (an infrastructure or
-    env failure cut it short: such episodes are excluded, never counted as 0)."""
+    env failure cut it short: such episodes are excluded, never counted as 0) or, for
+    ``judge``, until the judge gives it."""
     if not trajectory.scored:
         return None
     if is_zeroed(trajectory.outcome):  # the agent voided or tampered with its episode
         return 0.0
     if scorer == "success":
         return 1.0 if trajectory.success else 0.0
+    if scorer == "judge":  # the judge's to give (gem_eval.runner.judging)
+        return None
     if scorer == "return":
         return trajectory.total_return
     return trajectory.discounted_return(gamma)
