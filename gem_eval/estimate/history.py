@@ -1,0 +1,79 @@
+"""What earlier runs of a suite spent per model and task, read from the results index."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from gem_eval.outcomes import is_scored
+from gem_eval.store import INDEX_FILE, Index
+
+Key = tuple[str, str]
+"""(model name, task id)."""
+
+
+@dataclass
+class History:
+    """Sums over earlier scored episodes of one model on one task.
+
+    Attributes:
+        run_ids: The runs they come from, oldest first.
+        same_hash: All of them come from runs of this run's suite hash.
+        cost_usd: Their recorded cost; ``None`` when any recorded none (an unpriced
+            model), so that a partial sum is never taken for the whole.
+    """
+
+    episodes: int = 0
+    turns: int = 0
+    input_tokens: int = 0
+    output_tokens: int = 0
+    latency_s: float = 0.0
+    cost_usd: float | None = 0.0
+    run_ids: list[str] = field(default_factory=list)
+    same_hash: bool = False
+
+    def add(self, row: dict[str, Any]) -> None:
+        self.episodes += 1
+        self.turns += row["turns"] or 0
+        self.input_tokens += row["input_tokens"] or 0
+        self.output_tokens += row["output_tokens"] or 0
+        self.latency_s += row["latency_s"] or 0.0
+        cost = row["cost_usd"]
+        self.cost_usd = None if cost is None or self.cost_usd is None else self.cost_usd + cost
+        if row["run_id"] not in self.run_ids:
+            self.run_ids.append(row["run_id"])
+
+
+def read_history(
+    results_dir: Path, suite: str | None, suite_hash: str | None, wanted: set[Key]
+) -> dict[Key, History]:
+    """Earlier scored episodes of ``suite`` for each (model, task) in ``wanted``.
+
+    Episodes of runs whose suite hash is ``suite_hash`` are used alone when there are
+    any for a key (they played the same samples); otherwise those of every run of the
+    suite. Unscored episodes (infrastructure failures, cancelled ones) say nothing about
+    what a played episode costs and are left out. No index, no history: the index is
+    not created here.
+
+    Raises:
+        sqlite3.Error: The index cannot be read.
+    """
+    path = results_dir / INDEX_FILE
+    if not path.is_file():
+        return {}
+    with Index(path) as index:
+        runs = [r for r in index.runs() if suite is None or r["suite"] == suite]
+        rows = index.episodes(run_ids=[r["run_id"] for r in runs]) if runs else []
+    started = {r["run_id"]: (r["started_at"] or 0.0, r["run_id"]) for r in runs}
+    same = {r["run_id"] for r in runs if suite_hash is not None and r["suite_hash"] == suite_hash}
+    rows.sort(key=lambda row: started[row["run_id"]])
+    matching: dict[Key, History] = {}
+    other: dict[Key, History] = {}
+    for row in rows:
+        key = (row["model"], row["task_id"])
+        if key not in wanted or not is_scored(row["outcome"]):
+            continue
+        into = matching if row["run_id"] in same else other
+        into.setdefault(key, History(same_hash=into is matching)).add(row)
+    return {**other, **matching}

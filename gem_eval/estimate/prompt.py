@@ -1,0 +1,95 @@
+"""How long a task's prompt is, before any model sees it: for bounds on input tokens.
+
+The prompt is the system prompt and the env's first observation. The observation is
+measured by building the env and resetting it for a few samples (envs whose episodes
+are hosted in a sandbox are not started: their text is estimated from the task's
+settings). Tokens are counted without a tokenizer, at four characters a token plus a
+generous allowance per message for the chat template.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+
+from gem_eval.records import EpisodeSpec, TaskSpec
+
+CHARS_PER_TOKEN = 4
+MESSAGE_TOKENS = 8
+"""Tokens a chat template adds per message (role, separators): more than most use."""
+SAMPLES_MEASURED = 8
+"""Samples of a task whose first observation is measured; the longest counts."""
+DEFAULT_OUTPUT_LIMIT = 65536
+"""A tool's output kept per call without a ``sandbox:`` (the sandbox spec's default)."""
+
+
+@dataclass(frozen=True)
+class Prompt:
+    """A task's prompt length and its growth per turn, in tokens.
+
+    Attributes:
+        tokens: The first call's input: the system prompt and the first observation.
+        turn_tokens: What each later turn adds besides the reply: an observation taken
+            as no longer than the first (a tool's output: its sandbox's output limit).
+        note: How they were found.
+    """
+
+    tokens: int
+    turn_tokens: int
+    note: str
+
+
+def tokens_of(text: str) -> int:
+    """Tokens in ``text`` by the four-characters rule (rounded up)."""
+    return -(-len(text) // CHARS_PER_TOKEN)
+
+
+def measure_prompt(task: TaskSpec, specs: list[EpisodeSpec]) -> Prompt:
+    """The prompt of ``task`` as the episodes ``specs`` would see it (see the module)."""
+    measured = [obs for obs in map(first_observation, specs[:SAMPLES_MEASURED]) if obs is not None]
+    if measured:
+        observation = max(tokens_of(obs) for obs in measured)
+        how = f"first observation of {len(measured)} sample{'s' * (len(measured) > 1)}"
+    else:
+        observation = max(tokens_of(_settings_text(task, s)) for s in specs[:SAMPLES_MEASURED])
+        how = "task settings as text"
+    system = tokens_of(task.system_prompt or "")
+    prompt = system + observation + 2 * MESSAGE_TOKENS
+    if task.tools:
+        output_limit = task.sandbox.output_limit if task.sandbox else DEFAULT_OUTPUT_LIMIT
+        turn = output_limit // CHARS_PER_TOKEN
+        what = f"a tool's output up to {output_limit} bytes a turn; tool schemas not counted"
+    else:
+        turn, what = observation, "later observations no longer than the first"
+    note = f"prompt ≈ {prompt} tokens ({how}, {CHARS_PER_TOKEN} chars a token); {what}"
+    return Prompt(prompt, turn + 2 * MESSAGE_TOKENS, note)
+
+
+def first_observation(spec: EpisodeSpec) -> str | None:
+    """The env's first observation for ``spec``'s sample; ``None`` when it cannot be had
+    cheaply (a hosted env would start its sandbox) or the env fails to build."""
+    from gem_eval.envs.hosted import HostedEnv
+    from gem_eval.registration import make
+    from gem_eval.registration import spec as env_spec
+
+    task = spec.task
+    try:
+        factory = env_spec(task.env_id).load()
+        if isinstance(factory, type) and issubclass(factory, HostedEnv):
+            return None
+        env = make(task.env_id, **task.env_kwargs, **spec.sample_kwargs)
+    except Exception:  # the run reports a broken task; the estimate falls back
+        return None
+    try:
+        observation, _ = env.reset(seed=spec.seed)
+    except Exception:
+        return None
+    finally:
+        env.close()
+    return observation if isinstance(observation, str) else str(observation)
+
+
+def _settings_text(task: TaskSpec, spec: EpisodeSpec) -> str:
+    """The task's and the sample's settings as text: where a prompt's words come from
+    when the env cannot be reset here (a dataset row's question, say)."""
+    return json.dumps({**task.env_kwargs, **spec.sample_kwargs}, default=str)

@@ -1,0 +1,84 @@
+"""What a model's tokens cost, before any call: litellm's price map, read offline.
+
+The run records the cost each reply reports (see
+:class:`~gem_eval.models.litellm_model.LiteLLMModel`); an estimate has no reply yet, so
+it asks litellm's map for the model's prices per token. litellm is imported only here,
+and only when a price is asked for (the import takes seconds).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from gem_eval.records import ModelSpec
+
+_LOCAL_PREFIXES = ("local/",)
+_REFERENCE = ("oracle", "noop")
+
+
+@dataclass(frozen=True)
+class Price:
+    """USD per token, or why there is none.
+
+    Attributes:
+        input_usd: Per input (prompt) token; ``None``: unknown.
+        output_usd: Per output (completion) token; ``None``: unknown.
+        note: Where the price comes from, or why it is unknown (one line).
+    """
+
+    input_usd: float | None
+    output_usd: float | None
+    note: str
+
+    @property
+    def known(self) -> bool:
+        return self.input_usd is not None and self.output_usd is not None
+
+    def cost(self, input_tokens: float, output_tokens: float) -> float | None:
+        """USD for these tokens; ``None`` when the price is unknown."""
+        if self.input_usd is None or self.output_usd is None:
+            return None
+        return input_tokens * self.input_usd + output_tokens * self.output_usd
+
+
+FREE_LOCAL = Price(0.0, 0.0, "runs on this machine: no charge")
+FREE_REFERENCE = Price(0.0, 0.0, "a reference agent: no model, no charge")
+
+
+def price_of(model: ModelSpec) -> Price:
+    """The price per token the run will be charged for ``model``.
+
+    * ``oracle`` / ``noop`` and ``local/...``: free.
+    * ``--model-backend openai`` (the direct client): it records no cost, so $0 is what
+      the run counts; the note says so.
+    * Otherwise litellm's price for the model string, as the run's replies are priced
+      (also with a base URL: litellm prices by name). A model litellm does not know is
+      free when served from a base URL (a self-hosted server), else unknown.
+    """
+    if model.name in _REFERENCE:
+        return FREE_REFERENCE
+    if model.name.startswith(_LOCAL_PREFIXES):
+        return FREE_LOCAL
+    if model.backend == "openai":
+        return Price(0.0, 0.0, "the direct client records no cost: counted as $0")
+    found = litellm_price(model.name)
+    if found is not None:
+        where = " (served from its base URL)" if model.base_url else ""
+        return Price(found[0], found[1], f"litellm's price for {model.name}{where}")
+    if model.base_url is not None:
+        return Price(0.0, 0.0, f"no litellm price for {model.name}: self-hosted, counted as $0")
+    return Price(None, None, f"no litellm price for {model.name}: cost unknown")
+
+
+def litellm_price(name: str) -> tuple[float, float] | None:
+    """litellm's (input, output) USD per token for ``name``; ``None`` if it has none."""
+    from gem_eval.models.litellm_model import import_litellm
+
+    try:
+        info = import_litellm().get_model_info(name)
+    except Exception:  # litellm raises its own error (and others) for an unmapped model
+        return None
+    prices = info.get("input_cost_per_token"), info.get("output_cost_per_token")
+    if prices[0] is None or prices[1] is None:
+        return None
+    return float(prices[0]), float(prices[1])
