@@ -16,11 +16,13 @@ import json
 from collections.abc import Callable
 from typing import Any
 
+from gem_eval.budget import Budget
 from gem_eval.errors import UserError
 from gem_eval.judge import JudgeSpec, JudgeVerdict, judge_answer
 from gem_eval.models.base import Model
 from gem_eval.outcomes import is_scored, is_zeroed
-from gem_eval.records import EpisodeRecord, ModelSpec, TaskSpec
+from gem_eval.records import EpisodeRecord, EpisodeSpec, ModelSpec, TaskSpec
+from gem_eval.runner.scoring import gave_up
 from gem_eval.trajectory import Trajectory
 
 JUDGE_SALT = {"role": "judge"}
@@ -181,6 +183,28 @@ class Judges:
             if cacheable(model):
                 model = CachedModel(model, cache, salt=JUDGE_SALT, backend=spec.backend)
         return model
+
+    async def judge(
+        self,
+        spec: EpisodeSpec,
+        record: EpisodeRecord,
+        target: str | None,
+        *,
+        cache: Any = None,
+        redact: Callable[[str], str] | None = None,
+        budget: Budget | None = None,
+    ) -> EpisodeRecord:
+        """``record`` of the episode ``spec`` judged (see :func:`judge_record`), the
+        verdict's text redacted and its cost charged to the run's ``budget``."""
+        assert spec.task.judge is not None  # start() refused a judge task without one
+        model = self.model_for(spec.task.judge, cache)
+        judged = await judge_record(record, spec.task, model, target=target)
+        if judged.judge is not None and judged.judge is not record.judge:
+            judged.judge = redacted(judged.judge, redact)
+            if budget is not None:  # the run pays for its judge as for its models
+                budget.charge(judged.judge.usage.cost_usd)
+        judged.gave_up = gave_up(spec, judged.outcome)
+        return judged
 
     async def aclose(self) -> None:
         try:
