@@ -7,6 +7,7 @@ from typing import Annotated
 import typer
 
 from gem_eval._version import __version__
+from gem_eval.cli.cache import cache_app
 from gem_eval.cli.envs import envs_app
 from gem_eval.cli.play import play
 from gem_eval.cli.report import compare, gate, leaderboard
@@ -41,6 +42,7 @@ app.add_typer(suites_app, name="suites")
 app.add_typer(results_app, name="results")
 app.add_typer(sandbox_app, name="sandbox")
 app.add_typer(tasks_app, name="tasks")
+app.add_typer(cache_app, name="cache")
 
 
 def _print_version(value: bool) -> None:

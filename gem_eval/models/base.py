@@ -65,6 +65,9 @@ class ModelOutput(BaseModel):
     tokens: TokenTrace | None = None
     """Token ids and log-probabilities, when asked for (``GenerateConfig.return_tokens``)
     and the server returned them."""
+    cached: bool = False
+    """Served from the response cache (:mod:`gem_eval.models.response_cache`) instead of
+    the model: no call was made, ``usage.cost_usd`` is 0 and ``latency_s`` about 0."""
 
 
 class GenerateConfig(BaseModel):

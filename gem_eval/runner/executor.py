@@ -18,6 +18,7 @@ from gem_eval.budget import Budget
 from gem_eval.envs.hosted import HostedEnv
 from gem_eval.errors import GemEvalError
 from gem_eval.models.base import GenerateConfig, Model
+from gem_eval.models.response_cache import CachedModel, ResponseCache, cacheable
 from gem_eval.records import EpisodeRecord, EpisodeSpec, ModelSpec, TaskSpec
 from gem_eval.registration import make
 from gem_eval.runner.provision import Provisioner
@@ -74,11 +75,19 @@ class LocalExecutor(Executor):
         model_factory: Builds a :class:`Model` from a :class:`ModelSpec` (one instance per
             model is shared by all its episodes, so its connection limit is shared).
         provisioner: Gives episodes their tools and sandboxes (default: a new one).
+        cache: Serve model replies from this response cache, and store new ones
+            (``--cache``); the caller opens and closes it. Reference agents are not cached.
     """
 
-    def __init__(self, model_factory: Any, provisioner: Provisioner | None = None) -> None:
+    def __init__(
+        self,
+        model_factory: Any,
+        provisioner: Provisioner | None = None,
+        cache: ResponseCache | None = None,
+    ) -> None:
         self.model_factory = model_factory
         self.provisioner = provisioner or Provisioner()
+        self.cache = cache
         self.models: dict[str, Model] = {}
         self.redactor: Redactor | None = None
         self.budget: Budget | None = None
@@ -116,6 +125,10 @@ class LocalExecutor(Executor):
         bind = getattr(model, "for_episode", None)  # the oracle acts on this episode's env
         if bind is not None:
             model = bind(env)
+        if self.cache is not None and cacheable(model):
+            # Epoch and seed in the key: each sampled epoch keeps its own replies.
+            salt = {"epoch": spec.epoch, "seed": spec.seed}
+            model = CachedModel(model, self.cache, salt=salt, backend=spec.model.backend)
         hosted = env.unwrapped if isinstance(env.unwrapped, HostedEnv) else None
         limits = task.limits.model_dump()
         try:
@@ -159,6 +172,11 @@ class LocalExecutor(Executor):
 
     def describe(self) -> dict[str, Any]:
         return self.provisioner.describe()
+
+    def cache_counts(self) -> dict[str, int] | None:
+        """The response cache's ``{"hits": n, "misses": m}`` so far (``None``: no cache).
+        A miss is a model call made (and stored when it succeeded)."""
+        return self.cache.counts() if self.cache is not None else None
 
     async def aclose(self) -> None:
         try:
