@@ -12,6 +12,7 @@ from gem_eval.cli.envs import envs_app
 from gem_eval.cli.play import play
 from gem_eval.cli.report import compare, gate, leaderboard
 from gem_eval.cli.report_html import report, view
+from gem_eval.cli.rescore import rescore
 from gem_eval.cli.results import results_app
 from gem_eval.cli.rollout import rollout
 from gem_eval.cli.run import run
@@ -37,6 +38,7 @@ app.command()(gate)
 app.command()(report)
 app.command()(view)
 app.command()(play)
+app.command()(rescore)
 app.add_typer(envs_app, name="envs")
 app.add_typer(suites_app, name="suites")
 app.add_typer(results_app, name="results")

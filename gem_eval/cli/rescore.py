@@ -1,0 +1,138 @@
+"""``gem-eval rescore RUN``: grade a recorded run's episodes again, into a new run."""
+
+from __future__ import annotations
+
+import sys
+from enum import Enum
+from typing import TYPE_CHECKING, Annotated, Any
+
+import typer
+
+from gem_eval.cli.options import DEFAULT_RESULTS_DIR, ResultsDir, check_results_dir
+from gem_eval.errors import UserError
+
+if TYPE_CHECKING:
+    from gem_eval.runner.rescore import RescoreSummary
+
+
+class ScorerName(str, Enum):
+    """The scorers ``--scorer`` offers."""
+
+    success = "success"
+    return_ = "return"
+    discounted_return = "discounted_return"
+    judge = "judge"
+
+
+def rescore(
+    run_id: Annotated[str, typer.Argument(help="The run to re-score: a run id, or 'latest'.")],
+    scorer: Annotated[
+        ScorerName | None,
+        typer.Option(help="Score every task with this scorer (default: each task's own)."),
+    ] = None,
+    results_dir: ResultsDir = DEFAULT_RESULTS_DIR,
+    concurrency: Annotated[int, typer.Option(min=1, help="Episodes replayed at once.")] = 8,
+) -> None:
+    """Grade a run's recorded episodes again (a new grader, another scorer) into a new
+    run, without calling the model: each episode's recorded replies are replayed through
+    a fresh env. Hosted tasks (terminal, MCP) keep their score: they are graded on the
+    final container state, which is not kept."""
+    import asyncio
+
+    from gem_eval.cli import render
+    from gem_eval.runner.rescore import rescore_run
+
+    check_results_dir(results_dir)
+    if scorer is ScorerName.judge:
+        raise UserError("--scorer judge is not supported yet")
+    progress = _Progress()
+    render.route_library_log()
+    try:
+        summary = asyncio.run(
+            rescore_run(
+                results_dir,
+                run_id,
+                scorer=None if scorer is None else scorer.value,
+                concurrency=concurrency,
+                progress=progress,
+            )
+        )
+    except (KeyboardInterrupt, asyncio.CancelledError):
+        progress.stop()
+        render.console.print("interrupted: the new run holds the episodes re-scored so far")
+        raise typer.Exit(130) from None
+    progress.stop()
+    _print_summary(summary)
+
+
+class _Progress:
+    """A bar on a terminal; in a log, a line every 25 episodes and at the end."""
+
+    def __init__(self) -> None:
+        from gem_eval.cli.render import console
+
+        self.bar: Any = None
+        self.row: Any = None
+        self.live = console.is_terminal
+
+    def __call__(self, done: int, total: int) -> None:
+        if not self.live:
+            if done % 25 == 0 or done == total:
+                print(f"[gem-eval] {done}/{total} episodes re-scored", file=sys.stderr)
+            return
+        if self.bar is None:
+            from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
+
+            from gem_eval.cli.render import console
+
+            self.bar = Progress(
+                TextColumn("re-scoring"), BarColumn(), MofNCompleteColumn(), console=console
+            )
+            self.row = self.bar.add_task("re-scoring", total=total)
+            self.bar.start()
+        self.bar.update(self.row, completed=done)
+
+    def stop(self) -> None:
+        if self.bar is not None:
+            self.bar.stop()
+
+
+def _print_summary(s: RescoreSummary) -> None:
+    from rich.table import Table
+
+    from gem_eval.cli.render import console, print_whole
+    from gem_eval.runner.rescore import hosted_line
+
+    how = f"scorer {s.scorer}" if s.scorer else "each task's scorer"
+    lines = [
+        f"re-scored {s.source_run_id} into {s.run_id} ({how}, no model calls)",
+        f"{s.regraded} episodes graded again, {s.changed} scores changed",
+    ]
+    for count, what, first in (
+        (len(s.diverged), "replays left the record and keep their score", s.diverged),
+        (len(s.failed), "replays could not be played and keep their score", s.failed),
+    ):
+        if count:
+            key, why = next(iter(first.items()))
+            lines.append(f"{count} {what} (first: {key}: {why})")
+    hosted = hosted_line(s)
+    if hosted is not None:
+        lines.append(hosted)
+    if s.not_scored:
+        lines.append(
+            f"{s.not_scored} episodes were not scored in {s.source_run_id} and are copied as "
+            f"they are (still to play: gem-eval run --resume {s.run_id})"
+        )
+    for line in lines:
+        console.print(line, markup=False)
+    table = Table(title="mean score", title_justify="left")
+    for name in ("model", f"old ({s.source_run_id})", f"new ({s.run_id})"):
+        table.add_column(name, overflow="fold")
+    for model, old in s.old_means.items():
+        new = s.new_means.get(model)
+        table.add_row(model, _mean(old), _mean(new))
+    print_whole(table)
+
+
+def _mean(value: float | None) -> str:
+    return "-" if value is None else f"{value:.3f}"

@@ -1,0 +1,360 @@
+"""Re-scoring: grade a recorded run's episodes again without calling the model.
+
+``rescore_run`` writes a new run (the original is never touched) with the same suite,
+suite hash, models and episode keys, so that leaderboards and ``compare`` put the two side
+by side; its manifest says where it came from (``extra["rescored_from"]``). For the last
+record of each episode:
+
+* not scored (``infra_error``, ``cancelled`` ...): copied as it is; it is still to be
+  played (``gem-eval run --resume NEW_RUN`` plays it, with the model);
+* a hosted task's (terminal, MCP): graded on the final state of its container, which is
+  not kept, so it cannot be re-scored: copied with its score and reported;
+* otherwise replayed through a fresh env, the same tools and the same agent loop, the
+  model's recorded outputs answering each turn (:mod:`gem_eval.runner.replay`), and
+  scored with the task's scorer or ``scorer``. A replay that leaves the recorded episode
+  (the env asks for another turn, or says something else than it did) keeps its old
+  score and is reported as diverged; one that fails (no sandbox) keeps it too.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import platform
+import sqlite3
+import time
+from collections import Counter
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from gem_eval._version import __version__
+from gem_eval.errors import UserError
+from gem_eval.records import EpisodeRecord, EpisodeSpec, RunManifest, RunStatus, Scorer, TaskSpec
+from gem_eval.runner.provision import Provisioner
+from gem_eval.runner.replay import ReplayExecutor, divergence, is_hosted
+from gem_eval.runner.runner import Runner
+from gem_eval.store import Index, RunDir, new_run_id
+
+Progress = Callable[[int, int], None]
+"""Hears ``(episodes written, episodes in all)`` after each record of the new run."""
+
+
+@dataclass
+class RescoreSummary:
+    """What a re-scoring did.
+
+    Attributes:
+        run_id: The new run.
+        source_run_id: The run re-scored.
+        scorer: The scorer asked for (``None``: each task's own).
+        regraded: Episodes replayed and graded again.
+        changed: Of those, the ones whose score differs from the recorded one.
+        kept_hosted: Hosted tasks' episodes, by env family, copied with their score.
+        not_scored: Episodes not scored in the original run, copied (still to play).
+        diverged: Episodes whose replay left the record (key -> why): old score kept.
+        failed: Episodes whose replay could not be played (key -> outcome and error):
+            old score kept.
+        old_means, new_means: Mean score per model over the scored episodes.
+        status: The new run's status.
+    """
+
+    run_id: str
+    source_run_id: str
+    scorer: str | None
+    regraded: int = 0
+    changed: int = 0
+    kept_hosted: Counter[str] = field(default_factory=Counter)
+    not_scored: int = 0
+    diverged: dict[str, str] = field(default_factory=dict)
+    failed: dict[str, str] = field(default_factory=dict)
+    old_means: dict[str, float | None] = field(default_factory=dict)
+    new_means: dict[str, float | None] = field(default_factory=dict)
+    status: RunStatus = "running"
+
+
+async def rescore_run(
+    results_dir: str | os.PathLike[str],
+    run_id: str,
+    *,
+    scorer: Scorer | None = None,
+    concurrency: int = 8,
+    progress: Progress | None = None,
+) -> RescoreSummary:
+    """Grade the episodes of run ``run_id`` (or ``latest``) again, into a new run.
+
+    Args:
+        results_dir: The results directory holding the run.
+        run_id: The run to re-score.
+        scorer: Score every task with this scorer instead of its own.
+        concurrency: Episodes replayed at once.
+        progress: Hears progress (see :data:`Progress`).
+
+    Raises:
+        UserError: No such run; nothing in it can be re-scored (every scored episode is
+            a hosted task's); its suite cannot be loaded; a task's tools cannot work here.
+    """
+    source = RunDir.open(results_dir, run_id)
+    old = source.read_manifest()
+    records = source.latest_by_key()
+    tasks = {t.id: t.model_copy(update={"scorer": scorer or t.scorer}) for t in old.tasks}
+    summary = RescoreSummary(new_run_id(old.suite), old.run_id, scorer)
+    kept: dict[str, EpisodeRecord] = {}
+    replayed: dict[str, EpisodeRecord] = {}
+    for key, record in records.items():
+        task = tasks.get(record.task_id)
+        if not record.scored:
+            summary.not_scored += 1
+            kept[key] = record
+        elif task is not None and is_hosted(task.env_id):
+            summary.kept_hosted[task.env_id.partition(":")[0]] += 1
+            kept[key] = record
+        elif task is None or record.trajectory is None:
+            summary.diverged[key] = "its task or trajectory is not in the record"
+            kept[key] = record
+        else:
+            replayed[key] = record
+    if not replayed:
+        raise UserError(_nothing_to_do(old.run_id, summary))
+    specs = _specs(old, tasks, replayed, summary, kept)
+    executor = ReplayExecutor(replayed, _provisioner(old, summary.run_id))
+    used = list({s.task.id: s.task for s in specs}.values())
+    new: RunDir | None = None
+    try:
+        executor.check(used)
+        await executor.start(old.models)
+        await executor.prepare(used)
+        new = RunDir.create(results_dir, _manifest(old, summary, tasks))
+        write = _Writer(new, source, len(records), progress)
+        write.extend(kept.values())
+        runner = Runner(
+            summary.run_id,
+            executor,
+            [lambda r: _settle(r, replayed[r.key], executor, summary, write)],
+            concurrency=concurrency,
+        )
+        result = await runner.run(specs)
+        summary.status = "interrupted" if result.status == "interrupted" else "finished"
+        if summary.status == "finished":  # the runner stopped early: keep what it left
+            left = [r for k, r in replayed.items() if k not in write.keys]
+            for record in left:
+                summary.failed[record.key] = f"not replayed: {result.stopped_by}"
+            write.extend(left)
+    except BaseException as exc:
+        stopped = isinstance(exc, asyncio.CancelledError | KeyboardInterrupt)
+        summary.status = "interrupted" if stopped else "failed"
+        raise
+    finally:
+        await executor.aclose()
+        if new is not None:
+            _finish(new, summary, records.values())
+    return summary
+
+
+def _specs(
+    old: RunManifest,
+    tasks: dict[str, TaskSpec],
+    replayed: dict[str, EpisodeRecord],
+    summary: RescoreSummary,
+    kept: dict[str, EpisodeRecord],
+) -> list[EpisodeSpec]:
+    """The episodes to replay, as the run planned them (a dataset task's row comes from
+    the suite, reloaded), each with the task as the run's manifest holds it; an episode
+    the suite no longer has is kept as recorded."""
+    from gem_eval.suites import load_suite
+
+    options: dict[str, Any] = old.extra.get("options", {})
+    ref = old.suite_path if old.suite_path and Path(old.suite_path).exists() else old.suite
+    try:
+        suite = load_suite(ref)
+    except UserError as exc:
+        raise UserError(f"run {old.run_id} cannot be re-scored: its suite: {exc}") from None
+    planned = {
+        spec.key: spec
+        for spec in suite.episodes(
+            list(old.models),
+            epochs=options.get("epochs"),
+            seed=options.get("seed"),
+            overrides=options.get("overrides"),
+        )
+    }
+    out = []
+    for key, record in list(replayed.items()):
+        spec = planned.get(key)
+        if spec is None:
+            summary.diverged[key] = "the suite no longer has this episode"
+            kept[key] = replayed.pop(key)
+            continue
+        update = {"task": tasks[record.task_id], "seed": record.seed, "attempt": record.attempt}
+        out.append(spec.model_copy(update=update))
+    return out
+
+
+def _provisioner(old: RunManifest, run_id: str) -> Provisioner:
+    """Sandboxes as the run had them (``--sandbox``, ``--image-map``, ``--no-network``)."""
+    options: dict[str, Any] = old.extra.get("options", {})
+    return Provisioner(
+        run_id,
+        options.get("sandbox"),
+        options.get("image_map") or {},
+        no_network=bool(options.get("no_network")),
+    )
+
+
+def _manifest(old: RunManifest, summary: RescoreSummary, tasks: dict[str, TaskSpec]) -> RunManifest:
+    from gem_eval.runner.session import _git_commit
+
+    origin = {
+        "run_id": old.run_id,
+        "scorer": summary.scorer,
+        "gem_eval_version": old.gem_eval_version,
+    }
+    return old.model_copy(
+        update={
+            "run_id": summary.run_id,
+            "tasks": [tasks[t.id] for t in old.tasks],
+            "gem_eval_version": __version__,
+            "git_commit": _git_commit(),
+            "host": platform.node(),
+            "started_at": time.time(),
+            "finished_at": None,
+            "status": "running",
+            "error": None,
+            "sessions": [],
+            "extra": {**old.extra, "rescored_from": origin},
+        },
+        deep=True,
+    )
+
+
+class _Writer:
+    """Appends the new run's records (copies carry their attachments along)."""
+
+    def __init__(self, new: RunDir, source: RunDir, total: int, progress: Progress | None):
+        self.new, self.source, self.total, self.progress = new, source, total, progress
+        self.written = 0
+        self.keys: set[str] = set()
+
+    def extend(self, records: Iterable[EpisodeRecord]) -> None:
+        batch = [self.copy(r) for r in records]
+        self.new.extend(batch)
+        self._advance(batch)
+
+    def append(self, record: EpisodeRecord) -> None:
+        self.new.append(record)
+        self._advance([record])
+
+    def copy(self, record: EpisodeRecord) -> EpisodeRecord:
+        """``record`` as a record of the new run, with its attached files."""
+        out = record.model_copy(update={"run_id": self.new.run_id, "attachments": []})
+        out.take_files()  # a shallow copy shares the pending files: start afresh
+        files = {}
+        for name in record.attachments:
+            path = self.source.path / name
+            if path.is_file():
+                files[Path(name).name] = path.read_text()
+        out.attach(files)
+        return out
+
+    def _advance(self, records: list[EpisodeRecord]) -> None:
+        self.written += len(records)
+        self.keys.update(r.key for r in records)
+        if self.progress is not None and records:
+            self.progress(self.written, self.total)
+
+
+def _settle(
+    new: EpisodeRecord,
+    old: EpisodeRecord,
+    executor: ReplayExecutor,
+    summary: RescoreSummary,
+    write: _Writer,
+) -> None:
+    """Record one replay: its new grade, or the old record when the replay diverged or
+    failed (a replay stopped by Ctrl-C is not recorded)."""
+    replay = executor.replays.get(new.key)
+    if new.outcome == "cancelled" or replay is None:
+        return
+    assert old.trajectory is not None
+    why = divergence(old.trajectory, new.trajectory, replay) if new.trajectory else None
+    if why is not None:
+        summary.diverged[new.key] = why
+        write.append(write.copy(old))
+        return
+    if not new.scored:
+        error = new.trajectory.error if new.trajectory else None
+        summary.failed[new.key] = f"{new.outcome}: {error}" if error else new.outcome
+        write.append(write.copy(old))
+        return
+    summary.regraded += 1
+    summary.changed += new.score != old.score
+    if new.trajectory is not None:  # a replay's own timing says nothing of the episode
+        new.trajectory.duration_s = old.trajectory.duration_s
+    write.append(
+        new.model_copy(
+            update={
+                "latency_s": old.latency_s,
+                "started_at": old.started_at,
+                "finished_at": old.finished_at,
+            }
+        )
+    )
+
+
+def _finish(new: RunDir, summary: RescoreSummary, source: Iterable[EpisodeRecord]) -> None:
+    """Close the new run: its status, the means, the index."""
+    records = list(new.latest_by_key().values())
+    if summary.status != "interrupted" and any(not r.scored for r in records):
+        summary.status = "incomplete"  # the original's unscored episodes are still to play
+    manifest = new.read_manifest()
+    manifest.status, manifest.finished_at = summary.status, time.time()
+    origin = manifest.extra["rescored_from"]
+    origin |= {
+        "regraded": summary.regraded,
+        "changed": summary.changed,
+        "kept_hosted": sum(summary.kept_hosted.values()),
+        "not_scored": summary.not_scored,
+        "diverged": summary.diverged,
+        "failed": summary.failed,
+    }
+    new.write_manifest(manifest)
+    summary.new_means = _means(records)
+    summary.old_means = _means(source)
+    try:
+        with Index.for_root(new.path.parent) as index:
+            index.sync_run(new)
+    except sqlite3.Error:
+        pass  # the run directory holds everything; `results reindex` rebuilds the index
+
+
+def _means(records: Iterable[EpisodeRecord]) -> dict[str, float | None]:
+    scores: dict[str, list[float]] = {}
+    for r in records:
+        scores.setdefault(r.model, [])
+        if r.scored and r.score is not None:
+            scores[r.model].append(r.score)
+    return {m: (sum(s) / len(s) if s else None) for m, s in scores.items()}
+
+
+def _nothing_to_do(run_id: str, summary: RescoreSummary) -> str:
+    hosted = sum(summary.kept_hosted.values())
+    if hosted:
+        families = ", ".join(sorted(summary.kept_hosted))
+        return (
+            f"run {run_id} cannot be re-scored: its {hosted} scored episodes are of hosted "
+            f"tasks ({families}), graded on the final container state, which is not kept"
+        )
+    return f"run {run_id} has no scored episode to re-score"
+
+
+def hosted_line(summary: RescoreSummary) -> str | None:
+    """One line on the hosted tasks' episodes that kept their score, or ``None``."""
+    if not summary.kept_hosted:
+        return None
+    count = sum(summary.kept_hosted.values())
+    families = ", ".join(sorted(summary.kept_hosted))
+    return (
+        f"{count} episodes of {families} tasks keep their score: graded on the final "
+        "container state, which is not kept"
+    )
