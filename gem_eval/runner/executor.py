@@ -60,6 +60,10 @@ class Executor(ABC):
         policy), for the manifest."""
         return {}
 
+    def cache_counts(self) -> dict[str, int] | None:
+        """The response cache's ``{"hits": n, "misses": m}`` so far (``None``: no cache)."""
+        return None
+
     def use_budget(self, budget: Budget) -> None:  # noqa: B027 - optional hook
         """The run's budget, for executors whose episodes' model calls can check and
         charge it (see :mod:`gem_eval.budget`); others are held to it per episode."""
@@ -174,8 +178,7 @@ class LocalExecutor(Executor):
         return self.provisioner.describe()
 
     def cache_counts(self) -> dict[str, int] | None:
-        """The response cache's ``{"hits": n, "misses": m}`` so far (``None``: no cache).
-        A miss is a model call made (and stored when it succeeded)."""
+        # A miss is a model call made (stored when it succeeded); a judge's lookups count too.
         return self.cache.counts() if self.cache is not None else None
 
     async def aclose(self) -> None:
