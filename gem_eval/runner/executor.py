@@ -21,6 +21,7 @@ from gem_eval.models.base import GenerateConfig, Model
 from gem_eval.models.response_cache import CachedModel, ResponseCache, cacheable
 from gem_eval.records import EpisodeRecord, EpisodeSpec, ModelSpec, TaskSpec
 from gem_eval.registration import make
+from gem_eval.runner.judging import Judges, reference_answer
 from gem_eval.runner.provision import Provisioner
 from gem_eval.runner.scoring import failed_record, to_record
 from gem_eval.sandbox.base import Sandbox
@@ -96,6 +97,7 @@ class LocalExecutor(Executor):
         self.redactor: Redactor | None = None
         self.budget: Budget | None = None
         self.tasks: list[TaskSpec] = []
+        self.judges = Judges(model_factory)  # the judge models of scorer: judge tasks
 
     async def start(self, models: list[ModelSpec]) -> None:
         from gem_eval.models.chat_api import ChatAPIModel
@@ -111,10 +113,11 @@ class LocalExecutor(Executor):
                 await model.start()
                 if isinstance(model, ChatAPIModel) and model.api_base is not None:
                     await check_server(model.name, model.api_base, model.api_key)
+        await self.judges.start(self.tasks)
         # One redactor for the run: the environment's secrets and every model's key
         # (read from a variable whose name need not look secret).
         keys = [m.api_key for m in self.models.values() if isinstance(m, ChatAPIModel)]
-        self.redactor = Redactor(values=[k for k in keys if k])
+        self.redactor = Redactor(values=[k for k in keys if k] + self.judges.api_keys())
 
     async def run(self, run_id: str, spec: EpisodeSpec) -> EpisodeRecord:
         started = time.time()
@@ -161,6 +164,15 @@ class LocalExecutor(Executor):
         finally:
             env.close()
         record = to_record(run_id, spec, trajectory, started)
+        if task.scorer == "judge":
+            record = await self.judges.judge(
+                spec,
+                record,
+                reference_answer(env),
+                cache=self.cache,
+                redact=self.redactor,
+                budget=self.budget,
+            )
         record.attach(files)
         return record
 
@@ -188,6 +200,7 @@ class LocalExecutor(Executor):
             for model in self.models.values():
                 await model.aclose()
             self.models.clear()
+            await self.judges.aclose()
 
 
 async def _prepare(env: Any, sandbox: Sandbox) -> None:

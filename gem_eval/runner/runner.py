@@ -206,6 +206,8 @@ class Runner:
         summary.gave_up += record.gave_up
         summary.cost_usd += record.cost_usd or 0.0
         error = record.trajectory.error if record.trajectory is not None else None
+        if record.outcome == "judge_error" and record.judge is not None:  # the judge's, apart
+            error = f"judge {record.judge.model!r}: {record.judge.error}"
         if error and record.outcome not in summary.first_errors:
             summary.first_errors[record.outcome] = error
         if OUTCOMES[record.outcome].stops_run and summary.stopped_by is None:

@@ -1,0 +1,66 @@
+"""``scorer: judge`` end to end: ``gem-eval run`` of a judged suite against the fake
+server, which plays both the judged model and the judge (told apart by model name)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from tests.e2e.test_run_cli import gem_eval, records, run_dirs
+from tests.fixtures.openai_server import FakeOpenAIServer, Fault, Reply
+
+SUITE = Path(__file__).resolve().parents[1] / "fixtures" / "judge" / "suite.yaml"
+JUDGE = "gpt-4o-mini"  # the judge's name as its requests carry it
+
+
+def judged_suite(server: FakeOpenAIServer, tmp_path: Path) -> Path:
+    path = tmp_path / "judged.yaml"
+    path.write_text(SUITE.read_text().replace("JUDGE_URL", server.base_url))
+    return path
+
+
+def run_args(server: FakeOpenAIServer, suite: Path) -> list[str]:
+    model = ["--model", "openai/fake", "--model-base-url", server.base_url]
+    return ["run", "--suite", str(suite), *model, "--model-backend", "openai", "-q"]
+
+
+def serve(server: FakeOpenAIServer, judge: Reply | Fault) -> None:
+    def handler(body: dict[str, Any]) -> Reply | Fault:
+        if body["model"] == JUDGE:
+            return judge
+        return Reply("It was designed by Odile Marchetti.")  # no <answer>: the env fails it
+
+    server.handler = handler
+
+
+def test_a_judged_suite_scores_by_the_judge_and_resumes_its_failures(
+    openai_server: FakeOpenAIServer, tmp_path: Path
+) -> None:
+    suite = judged_suite(openai_server, tmp_path)
+    results = tmp_path / "results"
+    serve(openai_server, Fault.status(500))  # the judge fails: nothing is scored
+    failed = gem_eval(*run_args(openai_server, suite), results=results)
+    assert failed.returncode == 3, failed.stderr + failed.stdout
+    assert "2 judge_error" in failed.stdout + failed.stderr
+    assert f"judge 'openai/{JUDGE}'" in failed.stdout + failed.stderr  # its first error
+    [run] = run_dirs(results)
+    first = records(run)
+    assert {r["outcome"] for r in first} == {"judge_error"}
+    assert all(r["score"] is None and r["input_tokens"] > 0 for r in first)
+
+    serve(openai_server, Reply("It names her.\nGRADE: C"))
+    resumed = gem_eval("run", "--resume", "latest", "-q", results=results)
+    assert resumed.returncode == 0, resumed.stderr + resumed.stdout
+    latest = {r["key"]: r for r in records(run)}  # the replay supersedes each failure
+    assert len(latest) == 2
+    for record in latest.values():
+        assert (record["outcome"], record["score"], record["success"]) == ("completed", 1.0, True)
+        verdict = record["judge"]
+        assert verdict["grade"] == "C" and verdict["explanation"] == "It names her.\nGRADE: C"
+        # The judge's cost is its own (gpt-4o-mini is priced); the model's is not charged it.
+        assert verdict["usage"]["cost_usd"] > 0 and not record["cost_usd"]
+        assert record["attempt"] == 2
+    prompts = [
+        r.body["messages"][0]["content"] for r in openai_server.requests if r.body["model"] == JUDGE
+    ]
+    assert "names Odile Marchetti as the designer" in prompts[-1]  # the suite's criterion
