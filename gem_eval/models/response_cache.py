@@ -130,30 +130,19 @@ class ResponseCache:
         ResponseCacheError: The file cannot be opened or is not a cache.
     """
 
-    def __init__(self, path: Path | None = None, *, clock: Callable[[], float] = time.time):
+    def __init__(self, path: Path | None = None, *, clock: Callable[[], float] = time.time) -> None:
         self.path = path or default_path()
         self.clock = clock
         self.hits = 0
         self.misses = 0
         self._lock = threading.Lock()
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        # Switching to WAL takes an exclusive lock that a busy timeout does not always
-        # wait for: processes opening a new file at once take turns here instead.
-        with file_lock(self.path.with_name(f".{self.path.name}.lock")):
-            try:
-                self._db = sqlite3.connect(
-                    self.path,
-                    timeout=BUSY_TIMEOUT_S,
-                    isolation_level=None,  # autocommit: each write is its own transaction
-                    check_same_thread=False,  # guarded by self._lock
-                )
-                self._db.execute("PRAGMA journal_mode=WAL")
-                # Commits skip the fsync (the log is synced at checkpoints): a power cut
-                # may lose the last replies, never the file's consistency.
-                self._db.execute("PRAGMA synchronous=NORMAL")
-                self._db.executescript(_SCHEMA)
-            except sqlite3.Error as exc:
-                raise ResponseCacheError(f"response cache {self.path}: {exc}") from exc
+        try:
+            # Switching to WAL takes an exclusive lock that a busy timeout does not always
+            # wait for: processes opening a new file at once take turns here instead.
+            with file_lock(self.path.with_name(f".{self.path.name}.lock")):
+                self._db = _open(self.path)
+        except (OSError, sqlite3.Error) as exc:
+            raise ResponseCacheError(f"response cache {self.path}: {exc}") from exc
 
     def get(self, key: str) -> ModelOutput | None:
         """The stored reply for ``key``, counted as a hit, or ``None`` (a miss).
@@ -244,6 +233,25 @@ class ResponseCache:
                 return self._db.execute(sql, args)
             except sqlite3.Error as exc:
                 raise ResponseCacheError(f"response cache {self.path}: {exc}") from exc
+
+
+def _open(path: Path) -> sqlite3.Connection:
+    db = sqlite3.connect(
+        path,
+        timeout=BUSY_TIMEOUT_S,
+        isolation_level=None,  # autocommit: each write is its own transaction
+        check_same_thread=False,  # ResponseCache guards it with a lock
+    )
+    try:
+        db.execute("PRAGMA journal_mode=WAL")
+        # Commits skip the fsync (the log is synced at checkpoints): a power cut may lose
+        # the last replies, never the file's consistency.
+        db.execute("PRAGMA synchronous=NORMAL")
+        db.executescript(_SCHEMA)
+    except sqlite3.Error:
+        db.close()
+        raise
+    return db
 
 
 def cacheable(model: Model) -> bool:
