@@ -1,4 +1,5 @@
-"""``gem-eval results list``, ``results show``, ``results reindex`` and ``results export``."""
+"""``gem-eval results list``, ``results show``, ``results reindex``, ``results export`` and
+``results import``."""
 
 from __future__ import annotations
 
@@ -19,7 +20,7 @@ if TYPE_CHECKING:
     from gem_eval.records import EpisodeRecord, RunManifest
 
 results_app = typer.Typer(
-    help="List, show, re-index and export recorded runs.", no_args_is_help=True
+    help="List, show, re-index, export and import recorded runs.", no_args_is_help=True
 )
 
 
@@ -117,6 +118,40 @@ def export_command(
         markup=False,
         highlight=False,
     )
+
+
+@results_app.command("import")
+def import_command(
+    path: Annotated[
+        Path,
+        typer.Argument(
+            help="An inspect_ai log (.eval, .json), a Harbor job directory, lm-eval "
+            "results_*.json / samples_*.jsonl, or a directory of these."
+        ),
+    ],
+    source: Annotated[
+        str | None,
+        typer.Option("--source", help="inspect, harbor or lm-eval (default: told from PATH)."),
+    ] = None,
+    results_dir: ResultsDir = DEFAULT_RESULTS_DIR,
+) -> None:
+    """Import another harness's results as runs (marked with their source)."""
+    from gem_eval.cli.render import console
+    from gem_eval.store import RunDir
+    from gem_eval.store.importers import import_results
+
+    for run_id in import_results(path, results_dir, source=source):
+        run = RunDir(results_dir / run_id)
+        manifest = run.read_manifest()
+        records = list(run.latest_by_key().values())
+        scored = sum(r.scored for r in records)
+        console.print(
+            f"imported {run_id} ({manifest.extra['imported']['source']}, suite "
+            f"{manifest.suite}, {', '.join(m.name for m in manifest.models)}): "
+            f"{len(records)} episodes, {scored} scored, {len(records) - scored} not scored",
+            markup=False,
+            highlight=False,
+        )
 
 
 def _when(timestamp: float | None) -> str:

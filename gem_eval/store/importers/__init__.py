@@ -1,0 +1,130 @@
+"""Import other harnesses' results into the store: inspect_ai logs, Harbor job directories
+and lm-evaluation-harness output become runs beside gem-eval's own, so that one leaderboard
+spans them and ``compare`` pairs their samples.
+
+* :mod:`~gem_eval.store.importers.inspect` -- ``.eval`` / ``.json`` logs of inspect_ai;
+* :mod:`~gem_eval.store.importers.harbor` -- Harbor job directories (trial ``result.json``
+  and ATIF ``agent/trajectory.json``);
+* :mod:`~gem_eval.store.importers.lm_eval` -- ``results_<date>.json`` with its
+  ``samples_<task>_<date>.jsonl``.
+
+An imported run's manifest carries ``extra["imported"] = {"source", "path", "version",
+...}``. Its ``suite_hash`` is a hash of the source kind, the task(s) and the sample ids (lm-eval:
+and each document's hash; Harbor: each task's checksum), so two imports of the same task by
+different models hash the same, as two gem-eval runs of one suite do; ``compare`` pairs
+episodes on ``(task_id, sample, epoch)``, with string sample ids turned into stable numbers
+(see :func:`~gem_eval.store.importers._common.sample_number`). The run id is made from the
+source's start time, the suite and a hash of the source's bytes: importing the same log
+again creates nothing.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from pathlib import Path
+
+from gem_eval.errors import UserError
+from gem_eval.store.importers._common import SOURCES, ImportedRun, Source
+
+__all__ = ["SOURCES", "ImportedRun", "Source", "import_results", "read_runs"]
+
+_ALIASES: dict[str, Source] = {
+    "inspect": "inspect_ai",
+    "inspect_ai": "inspect_ai",
+    "harbor": "harbor",
+    "lm-eval": "lm-eval",
+    "lm_eval": "lm-eval",
+}
+
+
+def import_results(
+    path: str | Path, results_dir: str | Path, *, source: str | None = None
+) -> list[str]:
+    """Import the results at ``path`` into the store at ``results_dir``.
+
+    Args:
+        path: An inspect_ai log (``.eval``/``.json``), a Harbor job directory (or a
+            directory of jobs), an lm-eval ``results_*.json`` or ``samples_*.jsonl``, or a
+            directory holding any of these.
+        results_dir: The results directory (created when missing).
+        source: ``inspect``, ``harbor`` or ``lm-eval``; default: told from ``path``.
+
+    Returns:
+        The ids of the new runs. Runs already imported (the same bytes) are skipped.
+
+    Raises:
+        UserError: ``path`` holds nothing importable or is malformed (one line naming the
+            file, and the line for JSONL), or everything in it was imported before.
+    """
+    runs = read_runs(path, source=source)
+    results_dir = Path(results_dir)
+    new, old = [], []
+    for run in runs:
+        if (results_dir / run.run_id).exists():
+            old.append(run.run_id)
+        else:
+            _write(run, results_dir)
+            new.append(run.run_id)
+    if not new:
+        raise UserError(f"{path}: already imported as run {', '.join(old)}")
+    return new
+
+
+def read_runs(path: str | Path, *, source: str | None = None) -> list[ImportedRun]:
+    """The runs at ``path`` (see :func:`import_results`), read but not written.
+
+    Raises:
+        UserError: Nothing importable there, or a malformed file.
+    """
+    from gem_eval.store.importers import harbor, inspect, lm_eval
+
+    path = Path(path)
+    if not path.exists():
+        raise UserError(f"{path}: no such file or directory")
+    wanted = _source(source)
+    runs: list[ImportedRun] = []
+    if wanted in (None, "harbor"):
+        runs += [harbor.read(job) for job in harbor.find_jobs(path)]
+    lm_eval_path = path.is_dir() or lm_eval.is_results(path) or wanted == "lm-eval"
+    if wanted in (None, "lm-eval") and not runs and lm_eval_path:
+        runs += [lm_eval.read(p) for p in lm_eval.find_results(path)]
+    if wanted in (None, "inspect_ai") and not runs:
+        if path.is_dir():
+            logs = sorted(p for p in path.rglob("*") if p.is_file() and inspect.is_log(p))
+        else:
+            logs = [path] if wanted or inspect.is_log(path) else []
+        runs += [inspect.read(p) for p in logs]
+    if not runs:
+        kinds = "an inspect_ai log, a Harbor job directory or lm-eval results"
+        raise UserError(f"{path}: found no {_NAMES.get(wanted or '', kinds)} to import")
+    return runs
+
+
+_NAMES = {
+    "inspect_ai": "inspect_ai log (.eval or .json)",
+    "harbor": "Harbor job directory (trial directories with result.json)",
+    "lm-eval": "lm-eval results_<date>.json",
+}
+
+
+def _source(source: str | None) -> Source | None:
+    if source is None:
+        return None
+    if source not in _ALIASES:
+        raise UserError(f"unknown source {source!r}: choose inspect, harbor or lm-eval")
+    return _ALIASES[source]
+
+
+def _write(run: ImportedRun, results_dir: Path) -> None:
+    """Write a run as gem-eval writes its own: the run directory first (the source of
+    truth), then the index, a cache that ``gem-eval results reindex`` rebuilds."""
+    from gem_eval.store import Index, RunDir
+
+    records = run.records()
+    run_dir = RunDir.create(results_dir, run.manifest())
+    run_dir.extend(records)
+    try:
+        with Index.for_root(results_dir) as index:
+            index.sync_run(run_dir)
+    except sqlite3.Error:
+        pass  # the run directory holds everything; the index catches up on reindex
