@@ -125,9 +125,10 @@ def _print_summary(s: RescoreSummary) -> None:
         )
     for line in lines:
         console.print(line, markup=False)
-    table = Table(title="mean score", title_justify="left")
-    for name in ("model", f"old ({s.source_run_id})", f"new ({s.run_id})"):
-        table.add_column(name, overflow="fold")
+    table = Table(title="mean score (old: the recorded run, new: re-scored)", title_justify="left")
+    table.add_column("model", overflow="fold")
+    for name in ("old", "new"):
+        table.add_column(name, justify="right")
     for model, old in s.old_means.items():
         new = s.new_means.get(model)
         table.add_row(model, _mean(old), _mean(new))
