@@ -1,7 +1,10 @@
 """Progress of a run: a live rich display on a terminal, plain lines in CI logs.
 
 Both are sinks of the runner (called with every finished record) with ``start`` and
-``stop`` around the run.
+``stop`` around the run. Both also show the sandboxes the host holds at once
+(:meth:`LiveProgress.sandboxes`, a listener of
+:class:`~gem_eval.sandbox.capacity.HostCapacity`): live on the overall row, as a plain
+line when the limit changes.
 """
 
 from __future__ import annotations
@@ -9,13 +12,16 @@ from __future__ import annotations
 import sys
 import time
 from collections import Counter, defaultdict
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from rich.console import Console
 from rich.progress import BarColumn, Progress, TextColumn, TimeRemainingColumn
 
 from gem_eval.outcomes import ERROR_OUTCOMES
 from gem_eval.records import EpisodeRecord
+
+if TYPE_CHECKING:
+    from gem_eval.sandbox.capacity import CapacitySnapshot
 
 
 class _Tally:
@@ -66,11 +72,12 @@ class LiveProgress:
         )
         self.rows: dict[str, Any] = {}
         self.tallies: dict[str, _Tally] = defaultdict(_Tally)
+        self.capacity: CapacitySnapshot | None = None
 
     def start(self, totals: dict[str, int], done: dict[str, int]) -> None:
         fields: dict[str, Any] = {"pass_rate": "-", "tokens": 0, "cost": 0.0, "errors": "0"}
         self.rows["all"] = self.progress.add_task(
-            "all tasks", total=sum(totals.values()), completed=sum(done.values()), **fields
+            self._overall(), total=sum(totals.values()), completed=sum(done.values()), **fields
         )
         for task_id, total in totals.items():
             self.rows[task_id] = self.progress.add_task(
@@ -91,6 +98,16 @@ class LiveProgress:
                 errors=tally.error_text,
             )
 
+    def sandboxes(self, snapshot: CapacitySnapshot) -> None:
+        """Show the sandboxes alive and the limit (``sandboxes 3/7 (memory)``) on the
+        overall row."""
+        self.capacity = snapshot
+        if "all" in self.rows:
+            self.progress.update(self.rows["all"], description=self._overall())
+
+    def _overall(self) -> str:
+        return "all tasks" if self.capacity is None else f"all tasks, {self.capacity}"
+
     def stop(self) -> None:
         self.progress.stop()
 
@@ -104,6 +121,7 @@ class PlainProgress:
         self.tally = _Tally()
         self.total = 0
         self.started = time.monotonic()
+        self.limit: tuple[int, str] | None = None
 
     def start(self, totals: dict[str, int], done: dict[str, int]) -> None:
         self.total = sum(totals.values()) - sum(done.values())
@@ -120,8 +138,23 @@ class PlainProgress:
                 f"${t.cost:.4f}, errors {t.error_text}, eta {eta:.0f}s"
             )
 
+    def sandboxes(self, snapshot: CapacitySnapshot) -> None:
+        """A line when the sandboxes' limit or what sets it changes (not for each start)."""
+        limit = (snapshot.limit, snapshot.reason)
+        if limit == self.limit:
+            return
+        self.limit = limit
+        why = snapshot.reason
+        if snapshot.reason == "memory" and snapshot.available is not None:
+            why = f"memory: {_gib(snapshot.available)} free, {_gib(snapshot.reserve)} kept back"
+        self._line(f"sandboxes: at most {snapshot.limit} at once ({why})")
+
     def stop(self) -> None:
         pass
 
     def _line(self, text: str) -> None:
         print(f"[gem-eval] {text}", file=self.stream, flush=True)
+
+
+def _gib(size: int) -> str:
+    return f"{size / 2**30:.1f} GiB"

@@ -3,8 +3,13 @@
 For every task it builds the tool kits its ``tools:`` list (settings checked before the
 run) and, when a tool or the task needs one, a sandbox: fresh per episode from a warm
 :class:`~gem_eval.sandbox.pool.SandboxPool` (one pool per distinct ``sandbox:``
-setting, at most ``max_sandboxes`` alive), or one per task. ``aclose`` removes every
+setting, at most ``max_sandboxes`` in use), or one per task. ``aclose`` removes every
 sandbox and stops every shared tool server, on success, error and Ctrl-C alike.
+
+Every sandbox it starts takes a place in the run's
+:class:`~gem_eval.sandbox.capacity.HostCapacity` first, so the sandboxes alive at once
+fit the host's free memory and CPUs (and the engine's errors), at most the sandboxes'
+``max_sandboxes`` when they all set one.
 
 A hosted env's task (terminal, MCP) brings its own sandbox; the suite's ``sandbox:`` and
 ``--no-network`` may only tighten it (:mod:`gem_eval.sandbox.policy`). Before the first
@@ -25,6 +30,7 @@ from gem_eval.envs.hosted import EpisodeResources, HostedEnv
 from gem_eval.errors import UserError
 from gem_eval.records import SandboxSpec, TaskSpec, ToolSpec
 from gem_eval.sandbox.base import Sandbox
+from gem_eval.sandbox.capacity import HostCapacity, footprint
 from gem_eval.sandbox.factory import check_available, make_sandbox, needs_resolving, resolve_image
 from gem_eval.sandbox.policy import PolicyConflict, SandboxPolicy, describe_policy
 from gem_eval.sandbox.pool import SandboxPool
@@ -44,6 +50,7 @@ class Provisioner:
         image_map: Base images substituted in every build (``--image-map``).
         no_network: Turn the network off in every sandbox (``--no-network``).
         log: Hears a line for each image built (the CLI prints it).
+        capacity: The host's places for sandboxes (default: sized to this machine).
     """
 
     def __init__(
@@ -54,16 +61,20 @@ class Provisioner:
         *,
         no_network: bool = False,
         log: Callable[[str], None] | None = None,
+        capacity: HostCapacity | None = None,
     ) -> None:
         self.run_id = run_id
         self.sandbox_type = sandbox_type
         self.image_map = dict(image_map or {})
         self.no_network = no_network
         self.log: Callable[[str], None] = log or (lambda _: None)
+        self.capacity = capacity or HostCapacity()
+        self._ceilings: dict[str, int | None] = {}  # each limit's max_sandboxes
         self._hosted_limit: asyncio.Semaphore | None = None
         self._pools: dict[str, tuple[SandboxPool, asyncio.Semaphore]] = {}
         self._task_sandboxes: dict[str, Sandbox] = {}
         self._task_locks: dict[str, asyncio.Lock] = {}
+        self._footprints: dict[str, tuple[int, float]] = {}
         self._kits: dict[str, ToolKit] = {}
         self._built: dict[str, SandboxSpec | UserError] = {}
         self._described: dict[str, Any] = {"sandboxes": {}, "tools": {}, "policy": {}}
@@ -272,21 +283,44 @@ class Provisioner:
         if key not in self._pools:
             limit = spec.max_sandboxes or _default_concurrency(spec)
             factory = lambda: make_sandbox(spec, self.run_id)  # noqa: E731
+            memory, cpus = footprint(spec)
+            new_pool = functools.partial(
+                SandboxPool, factory, capacity=self.capacity, memory=memory, cpus=cpus
+            )
             if hosted:
                 if self._hosted_limit is None:
                     self._hosted_limit = asyncio.Semaphore(limit)
-                self._pools[key] = (SandboxPool(factory, warm=0), self._hosted_limit)
+                    self._ceiling("hosted", spec.max_sandboxes)
+                self._pools[key] = (new_pool(warm=0), self._hosted_limit)
             else:
-                self._pools[key] = (SandboxPool(factory, warm=limit), asyncio.Semaphore(limit))
+                self._ceiling(key, spec.max_sandboxes)
+                self._pools[key] = (new_pool(warm=limit), asyncio.Semaphore(limit))
         return self._pools[key]
+
+    def _ceiling(self, key: str, max_sandboxes: int | None) -> None:
+        """Count a limit's ``max_sandboxes`` in the capacity's ceiling: their sum when
+        every limit has one (the user asked for no more), else none."""
+        self._ceilings[key] = max_sandboxes
+        given = [n for n in self._ceilings.values() if n is not None]
+        self.capacity.ceiling = sum(given) if len(given) == len(self._ceilings) else None
 
     async def _task_sandbox(self, task_id: str, spec: SandboxSpec) -> Sandbox:
         lock = self._task_locks.setdefault(task_id, asyncio.Lock())
         async with lock:
             if task_id not in self._task_sandboxes:
+                memory, cpus = footprint(spec)
+                await self.capacity.acquire(memory, cpus)  # given back by aclose
                 sandbox = make_sandbox(spec, self.run_id)
-                await sandbox.__aenter__()
+                try:
+                    await sandbox.__aenter__()
+                except BaseException as exc:
+                    if isinstance(exc, Exception):
+                        self.capacity.failed(exc)
+                    self.capacity.release(memory, cpus)
+                    raise
+                self.capacity.succeeded()
                 self._task_sandboxes[task_id] = sandbox
+                self._footprints[task_id] = (memory, cpus)
                 self._described["sandboxes"][_key(spec)] = sandbox.describe()
             return self._task_sandboxes[task_id]
 
@@ -301,8 +335,12 @@ class Provisioner:
         tools[key] = description
 
     def describe(self) -> dict[str, Any]:
-        """Sandboxes and tool kits used so far (for the run manifest)."""
-        return {k: dict(v) for k, v in self._described.items() if v}
+        """Sandboxes and tool kits used so far, and the host's places for sandboxes
+        when any started (for the run manifest)."""
+        described = {k: dict(v) for k, v in self._described.items() if v}
+        if self.capacity.peak:
+            described["capacity"] = self.capacity.describe()
+        return described
 
     async def aclose(self) -> None:
         """Close the kits, task sandboxes and pools; nothing survives this."""
@@ -310,9 +348,10 @@ class Provisioner:
             with contextlib.suppress(Exception):
                 await kit.aclose()
         self._kits.clear()
-        for sandbox in self._task_sandboxes.values():
+        for task_id, sandbox in self._task_sandboxes.items():
             with contextlib.suppress(Exception):
                 await sandbox.close()
+            self.capacity.release(*self._footprints.pop(task_id))
         self._task_sandboxes.clear()
         for pool, _ in self._pools.values():
             await pool.aclose()

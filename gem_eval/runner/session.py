@@ -237,6 +237,10 @@ async def execute_run(
             log=log,
         )
         executor = LocalExecutor(factory, provisioner)
+        for sink in sinks:  # the progress display shows the sandboxes' limit
+            show = getattr(sink, "sandboxes", None)
+            if show is not None:
+                provisioner.capacity.subscribe(show)
     # Every episode recorded so far was paid for, superseded ones too.
     spent = sum(r.cost_usd or 0.0 for r in plan.run_dir.records())
     runner = Runner(

@@ -10,6 +10,11 @@ While the Docker engine is away (a daemon restart), a Docker sandbox's start wai
 it (bounded, see :func:`gem_eval.sandbox.engine.gate`), a start that its going away
 broke is tried again once it is back, and a ready sandbox started before it went away
 (its container died with the daemon) is dropped rather than handed out.
+
+With a :class:`~gem_eval.sandbox.capacity.HostCapacity`, every start (a warm one too) takes
+a place there first and gives it back once the sandbox is removed: a start that is
+needed waits for a place, a warm start ahead of need is made only when a place is free,
+and a warm sandbox nobody has taken yet is removed when another start waits for its place.
 """
 
 from __future__ import annotations
@@ -23,6 +28,7 @@ from gem_eval.sandbox import engine
 from gem_eval.sandbox.base import Sandbox
 
 if TYPE_CHECKING:
+    from gem_eval.sandbox.capacity import HostCapacity
     from gem_eval.sandbox.docker import DockerSandbox
 
 _ENGINE_RETRIES = 3
@@ -36,16 +42,32 @@ class SandboxPool:
         factory: Makes an unstarted sandbox.
         warm: How many started sandboxes to keep ready (the episode concurrency is a
             good value; 0 makes ``acquire`` start one on demand).
+        capacity: The host's places for sandboxes, taken by each start (``None``: no gate).
+        memory: A sandbox's declared memory in bytes, as ``capacity`` counts it.
+        cpus: A sandbox's declared CPUs, as ``capacity`` counts them.
     """
 
-    def __init__(self, factory: Callable[[], Sandbox], warm: int) -> None:
+    def __init__(
+        self,
+        factory: Callable[[], Sandbox],
+        warm: int,
+        *,
+        capacity: HostCapacity | None = None,
+        memory: int = 0,
+        cpus: float = 1.0,
+    ) -> None:
         self.factory = factory
         self.warm = max(0, warm)
+        self.capacity, self.memory, self.cpus = capacity, memory, cpus
         # A ready sandbox with the engine's outage count when it started.
         self._ready: asyncio.Queue[tuple[Sandbox, int] | BaseException] = asyncio.Queue()
         self._starting = 0
+        self._waiting = 0  # acquirers waiting for a ready one
+        self._placed: dict[int, Sandbox] = {}  # started sandboxes holding a place
         self._background: set[asyncio.Task[None]] = set()
         self._closed = False
+        if capacity is not None:
+            capacity.on_short(self._shed_idle)
 
     def _spawn(self, coro: Coroutine[Any, Any, None]) -> None:
         task = asyncio.ensure_future(coro)
@@ -54,12 +76,14 @@ class SandboxPool:
 
     def _refill(self) -> None:
         while not self._closed and self._ready.qsize() + self._starting < self.warm:
+            if self.capacity is not None and not self.capacity.try_acquire(self.memory, self.cpus):
+                return  # ahead of need only while the host has room to spare
             self._starting += 1
             self._spawn(self._start_one())
 
     async def _start_one(self) -> None:
         try:
-            sandbox, outages = await _started(self.factory)
+            sandbox, outages = await self._start_placed()
         except BaseException as exc:  # handed to the next acquire, which raises it
             self._starting -= 1
             if not isinstance(exc, asyncio.CancelledError):
@@ -67,31 +91,54 @@ class SandboxPool:
             return
         self._starting -= 1
         if self._closed:
-            await _quiet_close(sandbox)
+            await self._close(sandbox)
         else:
             self._ready.put_nowait((sandbox, outages))
+
+    async def _start_placed(self) -> tuple[Sandbox, int]:
+        """:func:`_started` by a start holding its place, which it tells how it went;
+        a start that fails gives the place back."""
+        try:
+            sandbox, outages = await _started(self.factory)
+        except BaseException as exc:
+            if self.capacity is not None:
+                if isinstance(exc, Exception):
+                    self.capacity.failed(exc)
+                self.capacity.release(self.memory, self.cpus)
+            raise
+        if self.capacity is not None:
+            self._placed[id(sandbox)] = sandbox
+            self.capacity.succeeded()
+        return sandbox, outages
 
     async def acquire(self) -> Sandbox:
         """A started sandbox nobody else has had; raises what starting one raised."""
         if self._closed:
             raise RuntimeError("the sandbox pool is closed")
-        if self.warm == 0:
-            sandbox, _ = await _started(self.factory)
-            return sandbox
         while True:
             self._refill()
-            item = await self._ready.get()
+            if self._ready.empty() and self._starting <= self._waiting:
+                # Nothing on its way for this caller: start one for it (waiting for a place).
+                if self.capacity is not None:
+                    await self.capacity.acquire(self.memory, self.cpus)
+                sandbox, _ = await self._start_placed()
+                return sandbox
+            self._waiting += 1
+            try:
+                item = await self._ready.get()
+            finally:
+                self._waiting -= 1
             self._refill()
             if isinstance(item, BaseException):
                 raise item
             sandbox, outages = item
             if not _uses_engine(sandbox) or await _still_running(sandbox, outages):
                 return sandbox
-            self._spawn(_quiet_close(sandbox))  # e.g. its container died with the engine
+            self._spawn(self._close(sandbox))  # e.g. its container died with the engine
 
     async def release(self, sandbox: Sandbox) -> None:
         """Remove a used sandbox, in the background."""
-        self._spawn(_quiet_close(sandbox))
+        self._spawn(self._close(sandbox))
         await asyncio.sleep(0)
 
     async def aclose(self) -> None:
@@ -102,7 +149,26 @@ class SandboxPool:
         while not self._ready.empty():
             item = self._ready.get_nowait()
             if isinstance(item, tuple):
-                await _quiet_close(item[0])
+                await self._close(item[0])
+
+    async def _close(self, sandbox: Sandbox) -> None:
+        """Remove ``sandbox``, then give its place back."""
+        try:
+            await _quiet_close(sandbox)
+        finally:
+            if self._placed.pop(id(sandbox), None) is not None and self.capacity is not None:
+                self.capacity.release(self.memory, self.cpus)
+
+    def _shed_idle(self) -> bool:
+        """Remove a ready sandbox nobody waits for (another start needs its place)."""
+        if self._closed or self._ready.qsize() <= self._waiting:
+            return False
+        item = self._ready.get_nowait()
+        if isinstance(item, BaseException):  # a failure still to report: keep it
+            self._ready.put_nowait(item)
+            return False
+        self._spawn(self._close(item[0]))
+        return True
 
 
 async def _started(factory: Callable[[], Sandbox]) -> tuple[Sandbox, int]:
