@@ -14,6 +14,7 @@ import pytest
 from gem_eval.envs.math.env import MathEnv
 from gem_eval.envs.question import Grade
 from gem_eval.errors import UserError
+from gem_eval.models.base import ModelOutput
 from gem_eval.records import EpisodeRecord, ModelSpec, RunManifest, TaskSpec
 from gem_eval.runner.rescore import RescoreSummary, hosted_line, rescore_run
 from gem_eval.runner.session import RunOptions, execute_run, plan_run
@@ -176,11 +177,16 @@ def test_unscored_episodes_are_copied_as_still_to_play(recorded: tuple[Path, str
     results, old_id = recorded
     source = RunDir(results / old_id)
     last = source.latest_by_key()["openai/fake|math|2|0"]
-    source.append(last.model_copy(update={"outcome": "infra_error", "score": None}))
+    failed = last.model_copy(update={"outcome": "infra_error", "score": None})
+    failed.attach({"notes.txt": "what the tools made"})
+    source.append(failed)
     summary = asyncio.run(rescore_run(results, old_id))
     assert summary.not_scored == 1 and summary.regraded == 5
     new = RunDir(results / summary.run_id)
-    assert new.latest_by_key()["openai/fake|math|2|0"].outcome == "infra_error"
+    copied = new.latest_by_key()["openai/fake|math|2|0"]
+    assert copied.outcome == "infra_error" and copied.score is None
+    [attachment] = copied.attachments  # its files come along
+    assert (new.path / attachment).read_text() == "what the tools made"
     assert new.read_manifest().status == "incomplete"  # --resume plays it
 
 
@@ -199,7 +205,9 @@ def test_a_run_of_hosted_tasks_only_cannot_be_rescored(tmp_path: Path) -> None:
         status="finished",
     )
     run = RunDir.create(tmp_path, manifest)
-    trajectory = Trajectory(env_id=task.env_id, model="m", steps=[Step(index=0, output={})])
+    trajectory = Trajectory(
+        env_id=task.env_id, model="m", steps=[Step(index=0, output=ModelOutput())]
+    )
     run.append(
         EpisodeRecord(
             run_id="hosted-run",
@@ -234,3 +242,33 @@ def test_the_hosted_line_names_the_families() -> None:
 
 def _manifest(results: Path, run_id: str) -> RunManifest:
     return RunDir(results / run_id).read_manifest()
+
+
+@pytest.mark.docker
+def test_a_hosted_task_keeps_its_score_and_is_reported(tmp_path: Path) -> None:
+    root = Path(__file__).resolve().parents[2]
+    (tmp_path / "questions.jsonl").write_text(json.dumps(QUESTIONS[0]) + "\n")
+    (tmp_path / "suite.yaml").write_text(
+        "name: mixed\ndefaults: {seed: 0}\ntasks:\n"
+        "  - id: math\n    env: math:Math-v0\n"
+        "    dataset: {path: questions.jsonl, fields: {question: question, answer: answer}}\n"
+        "  - id: tb\n    env: terminal:Task-v0\n"
+        f"    args: {{path: {root / 'tests/fixtures/terminal/tb2-count-words'}}}\n"
+        f"    sandbox: {{image_map: {{'python:3*': {root / 'tasks/terminal/base'}}}}}\n"
+    )
+    results = tmp_path / "results"
+    plan = plan_run(str(tmp_path / "suite.yaml"), [ModelSpec(name="oracle")], RunOptions(), results)
+    assert asyncio.run(execute_run(plan)).status == "finished"
+    old = scores(results, plan.manifest.run_id)
+    assert old == {"oracle|math|0|0": 1.0, "oracle|tb|0|0": 1.0}
+
+    summary = asyncio.run(rescore_run(results, plan.manifest.run_id))
+    assert (summary.regraded, dict(summary.kept_hosted)) == (1, {"terminal": 1})
+    assert hosted_line(summary) == (
+        "1 episodes of terminal tasks keep their score: graded on the final container "
+        "state, which is not kept"
+    )
+    new = RunDir(results / summary.run_id).latest_by_key()
+    original = RunDir(results / plan.manifest.run_id).latest_by_key()
+    kept, before = new["oracle|tb|0|0"], original["oracle|tb|0|0"]
+    assert kept.score == 1.0 and kept.trajectory == before.trajectory
