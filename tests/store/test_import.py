@@ -556,3 +556,13 @@ def test_zstd_eval_entries_need_zstandard(tmp_path: Path, monkeypatch: pytest.Mo
     [run_id] = import_results(log, tmp_path / "results")
     _, records = load(tmp_path / "results", run_id)
     assert records[(TASK, 1)].score == 0.0 and len(records) == 3
+
+
+def test_sample_numbers_are_stable_across_imports() -> None:
+    seen: dict[str, Any] = {}
+    assert sample_number(7, seen) == 7 and seen == {}
+    two = sample_number("two", seen)
+    assert seen == {str(two): "two"} and two >= 1 << 48
+    # the same id gets the same number whatever else the log holds
+    assert sample_number("two", {str(n): n for n in range(5)}) == two
+    assert sample_number("three", {}) != two and sample_number("7", {}) != 7
