@@ -52,9 +52,9 @@ def read_history(
 
     Episodes of runs whose suite hash is ``suite_hash`` are used alone when there are
     any for a key (they played the same samples); otherwise those of every run of the
-    suite. Unscored episodes (infrastructure failures, cancelled ones) say nothing about
-    what a played episode costs and are left out. No index, no history: the index is
-    not created here.
+    suite. Without ``suite_hash`` every run counts as of the same hash. Unscored
+    episodes (infrastructure failures, cancelled ones) say nothing about what a played
+    episode costs and are left out. No index, no history: the index is not created here.
 
     Raises:
         sqlite3.Error: The index cannot be read.
@@ -66,7 +66,7 @@ def read_history(
         runs = [r for r in index.runs() if suite is None or r["suite"] == suite]
         rows = index.episodes(run_ids=[r["run_id"] for r in runs]) if runs else []
     started = {r["run_id"]: (r["started_at"] or 0.0, r["run_id"]) for r in runs}
-    same = {r["run_id"] for r in runs if suite_hash is not None and r["suite_hash"] == suite_hash}
+    same = {r["run_id"] for r in runs if suite_hash in (None, r["suite_hash"])}
     rows.sort(key=lambda row: started[row["run_id"]])
     matching: dict[Key, History] = {}
     other: dict[Key, History] = {}
