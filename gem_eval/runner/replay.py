@@ -22,6 +22,7 @@ from gem_eval.models.replay import ReplayModel
 from gem_eval.records import EpisodeRecord, EpisodeSpec
 from gem_eval.registration import spec as env_spec
 from gem_eval.runner.executor import LocalExecutor
+from gem_eval.runner.judging import Judges
 from gem_eval.runner.provision import Provisioner
 from gem_eval.trajectory import Trajectory
 
@@ -66,7 +67,12 @@ class ReplayExecutor(LocalExecutor):
     """
 
     def __init__(self, recorded: dict[str, EpisodeRecord], provisioner: Provisioner) -> None:
+        from gem_eval.runner.session import default_model_factory
+
         super().__init__(lambda spec: _Replays(spec.name), provisioner)
+        # The judged models are replayed, but a `scorer: judge` task is judged again by
+        # its judge: a real model, called.
+        self.judges = Judges(default_model_factory)
         self.recorded = recorded
         self.replays: dict[str, ReplayModel] = {}
 

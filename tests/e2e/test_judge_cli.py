@@ -64,3 +64,14 @@ def test_a_judged_suite_scores_by_the_judge_and_resumes_its_failures(
         r.body["messages"][0]["content"] for r in openai_server.requests if r.body["model"] == JUDGE
     ]
     assert "names Odile Marchetti as the designer" in prompts[-1]  # the suite's criterion
+
+    # Re-scoring re-judges (a stricter judge now) without calling the judged model.
+    serve(openai_server, Reply("It lacks the year.\nGRADE: P"))
+    asked = len([r for r in openai_server.requests if r.body["model"] != JUDGE])
+    rescored = gem_eval("rescore", "latest", results=results)
+    assert rescored.returncode == 0, rescored.stderr + rescored.stdout
+    assert len([r for r in openai_server.requests if r.body["model"] != JUDGE]) == asked
+    new = next(d for d in run_dirs(results) if d != run)
+    again = records(new)
+    assert len(again) == 2
+    assert all((r["score"], r["judge"]["grade"]) == (0.5, "P") for r in again)  # type: ignore[index]
