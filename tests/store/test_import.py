@@ -566,3 +566,15 @@ def test_sample_numbers_are_stable_across_imports() -> None:
     # the same id gets the same number whatever else the log holds
     assert sample_number("two", {str(n): n for n in range(5)}) == two
     assert sample_number("three", {}) != two and sample_number("7", {}) != 7
+
+
+def test_lm_eval_output_path_naming_a_json_file(tmp_path: Path) -> None:
+    # `--output_path out.json` writes out_<date>.json and the samples beside it
+    path = write_lm_eval(tmp_path / "lm", "org/small", [False, True])
+    renamed = path.with_name(f"out_{DATE}.json")
+    path.rename(renamed)
+    with pytest.raises(UserError, match="found no"):
+        import_results(renamed, tmp_path / "results")  # not told from its name
+    [run_id] = import_results(renamed, tmp_path / "results", source="lm-eval")
+    _, records = load(tmp_path / "results", run_id)
+    assert [records[("arc_easy", i)].score for i in (0, 1)] == [0.0, 1.0]

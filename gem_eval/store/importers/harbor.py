@@ -107,7 +107,18 @@ def read(job: Path) -> ImportedRun:
 
 
 def _is_trial(path: Path) -> bool:
-    return path.is_dir() and (path / "result.json").is_file() and "__" in path.name
+    """A trial directory: its ``result.json`` is a ``TrialResult`` (Harbor names trials
+    ``<task>__<id>``; the job's own ``result.json`` sits one level up)."""
+    result = path / "result.json"
+    if not (path.is_dir() and result.is_file()):
+        return False
+    if "__" in path.name:
+        return True
+    try:
+        with open(result, "rb") as f:
+            return b'"trial_name"' in f.read(1 << 16)
+    except OSError:
+        return False
 
 
 def _agent(result: dict[str, Any]) -> tuple[str, str]:

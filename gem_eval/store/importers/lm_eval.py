@@ -54,7 +54,7 @@ def find_results(path: Path) -> list[Path]:
     if path.is_dir():
         return sorted(p for p in path.rglob("results_*.json") if _RESULTS.fullmatch(p.name))
     if path.name.startswith("samples_") and path.suffix == ".jsonl":
-        siblings = [p for p in path.parent.glob("results_*.json") if _RESULTS.fullmatch(p.name)]
+        siblings = list(path.parent.glob("*_*.json"))
         match = [p for p in siblings if path.stem.endswith("_" + _date(p))]
         if not match:
             raise UserError(
@@ -129,10 +129,12 @@ def _suite(groups: dict[str, list[str]], tasks: list[str]) -> str:
 
 
 def _date(results_path: Path) -> str:
-    match = _RESULTS.fullmatch(results_path.name)
-    if match is None:
+    """The date stamp lm-eval put in the name: ``results_<date>.json``, or
+    ``<name>_<date>.json`` when ``--output_path`` named a ``.json`` file."""
+    stem, sep, date = results_path.stem.rpartition("_")
+    if not sep or not stem or not date:
         raise UserError(f"{results_path}: an lm-eval results file is named results_<date>.json")
-    return match["date"]
+    return date
 
 
 def _rows(path: Path) -> list[tuple[int, dict[str, Any]]]:
