@@ -14,6 +14,7 @@ from pydantic import ValidationError
 from gem_eval.errors import ModelCallError
 from gem_eval.judge import NO_ANSWER, JudgeSpec, judge_answer
 from gem_eval.models import ModelOutput, ScriptedModel, Usage
+from gem_eval.models.response_cache import ResponseCache
 from gem_eval.outcomes import OUTCOMES
 from gem_eval.records import EpisodeRecord, EpisodeSpec, ModelSpec, TaskSpec
 from gem_eval.runner import LocalExecutor
@@ -175,9 +176,10 @@ def _both(judge_reply: Reply | Fault) -> Any:
     return handler
 
 
-def _play(spec: EpisodeSpec) -> EpisodeRecord:
+def _play(spec: EpisodeSpec, cache: ResponseCache | None = None) -> EpisodeRecord:
     async def go() -> EpisodeRecord:
-        executor = LocalExecutor(functools.partial(default_model_factory, concurrency=4))
+        factory = functools.partial(default_model_factory, concurrency=4)
+        executor = LocalExecutor(factory, cache=cache)
         executor.check([spec.task])
         await executor.start([spec.model])
         try:
@@ -217,6 +219,24 @@ def test_a_failing_judge_is_judge_error_never_a_zero(openai_server: FakeOpenAISe
     assert record.judge is not None and record.judge.error is not None
     assert "500" in record.judge.error
     assert record.trajectory is not None and record.trajectory.outcome == "completed"
+
+
+def test_judge_calls_go_through_the_response_cache(
+    openai_server: FakeOpenAIServer, tmp_path: Path
+) -> None:
+    openai_server.handler = _both(Reply("GRADE: P"))
+    spec = _qa_spec(openai_server, _judge_spec(openai_server))
+    cache = ResponseCache(tmp_path / "responses.sqlite")
+    try:
+        first = _play(spec, cache)
+        calls = len(openai_server.requests)
+        second = _play(spec, cache)
+    finally:
+        cache.close()
+    assert calls == 2 and len(openai_server.requests) == calls  # no call the second time
+    assert first.judge is not None and not first.judge.cached
+    assert second.judge is not None and second.judge.cached
+    assert (second.score, second.judge.grade) == (first.score, "P")
 
 
 def test_judge_record_rejudges_a_judge_error(openai_server: FakeOpenAIServer) -> None:
