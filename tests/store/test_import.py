@@ -578,3 +578,12 @@ def test_lm_eval_output_path_naming_a_json_file(tmp_path: Path) -> None:
     [run_id] = import_results(renamed, tmp_path / "results", source="lm-eval")
     _, records = load(tmp_path / "results", run_id)
     assert [records[("arc_easy", i)].score for i in (0, 1)] == [0.0, 1.0]
+
+
+def test_an_import_that_creates_the_index_indexes_every_run(tmp_path: Path) -> None:
+    results = tmp_path / "results"
+    [first] = import_results(write_inspect_json(tmp_path / "a.json"), results)
+    (results / "index.sqlite").unlink()
+    [second] = import_results(write_inspect_eval(tmp_path / "b.eval"), results)
+    with Index.for_root(results) as index:
+        assert {r["run_id"] for r in index.runs()} == {first, second}

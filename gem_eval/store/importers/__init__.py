@@ -118,13 +118,17 @@ def _source(source: str | None) -> Source | None:
 def _write(run: ImportedRun, results_dir: Path) -> None:
     """Write a run as gem-eval writes its own: the run directory first (the source of
     truth), then the index, a cache that ``gem-eval results reindex`` rebuilds."""
-    from gem_eval.store import Index, RunDir
+    from gem_eval.store import INDEX_FILE, Index, RunDir
 
     records = run.records()
+    missing = not (results_dir / INDEX_FILE).exists()
     run_dir = RunDir.create(results_dir, run.manifest())
     run_dir.extend(records)
     try:
         with Index.for_root(results_dir) as index:
-            index.sync_run(run_dir)
+            if missing:  # a new index holds every run under it, not only this one
+                index.rebuild(results_dir)
+            else:
+                index.sync_run(run_dir)
     except sqlite3.Error:
         pass  # the run directory holds everything; the index catches up on reindex
