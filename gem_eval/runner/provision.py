@@ -309,7 +309,7 @@ class Provisioner:
         async with lock:
             if task_id not in self._task_sandboxes:
                 memory, cpus = footprint(spec)
-                await self.capacity.acquire(memory, cpus)  # given back by aclose
+                self.capacity.hold(memory, cpus)  # given back by aclose
                 sandbox = make_sandbox(spec, self.run_id)
                 try:
                     await sandbox.__aenter__()

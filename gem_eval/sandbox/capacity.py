@@ -153,6 +153,12 @@ class HostCapacity:
         self._take(memory, cpus)
         return True
 
+    def hold(self, memory: int, cpus: float = 1.0) -> None:
+        """Count a sandbox that starts without waiting: one a task's episodes share for
+        the whole run gives its place back only at the end, so waiting for a place
+        could wait for ever."""
+        self._take(memory, cpus)
+
     def release(self, memory: int, cpus: float = 1.0) -> None:
         """Give back the place of a removed sandbox (or of a start that failed)."""
         self.live -= 1

@@ -3,7 +3,9 @@ as a plain line each time the limit (or what sets it) changes."""
 
 from __future__ import annotations
 
+import asyncio
 import io
+from pathlib import Path
 
 from rich.console import Console
 
@@ -46,3 +48,24 @@ def test_plain_lines_say_when_the_limit_changes_not_each_start() -> None:
         "[gem-eval] sandboxes: at most 4 at once (memory: 5.0 GiB free, 1.0 GiB kept back)",
         "[gem-eval] sandboxes: at most 1 at once (engine errors)",
     ]
+
+
+def test_a_run_with_sandboxes_tells_the_progress_display_their_limit(tmp_path: Path) -> None:
+    from gem_eval.models import ScriptedModel
+    from gem_eval.records import ModelSpec
+    from gem_eval.runner.session import RunOptions, execute_run, plan_run
+
+    suite = tmp_path / "s.yaml"
+    suite.write_text(
+        "name: s\ndefaults: {samples: 2, limits: {max_turns: 2}, seed: 0}\n"
+        "tasks:\n  - env: game:GuessTheNumber-v0-easy\n"
+        "    sandbox: {type: local, memory: 1g, max_sandboxes: 3}\n"
+    )
+    out = io.StringIO()
+    plan = plan_run(str(suite), [ModelSpec(name="m")], RunOptions(), tmp_path / "r")
+    factory = lambda spec: ScriptedModel(["\\boxed{5}"])  # noqa: E731
+    asyncio.run(execute_run(plan, sinks=[PlainProgress(stream=out)], model_factory=factory))
+    # The ceiling binds on any machine that holds three 1 GiB sandboxes (CI's do).
+    assert "[gem-eval] sandboxes: at most 3 at once (max_sandboxes)" in out.getvalue()
+    capacity = plan.run_dir.read_manifest().resources["capacity"]
+    assert capacity["reason"] == "max_sandboxes" and 1 <= capacity["peak_live"] <= 3

@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 import random
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -32,7 +33,7 @@ def take(capacity: HostCapacity, n: int, memory: int = GIB, cpus: float = 1.0) -
     return sum(capacity.try_acquire(memory, cpus) for _ in range(n))
 
 
-async def waits(coro: asyncio.Future[None] | asyncio.Task[None]) -> bool:
+async def waits(coro: asyncio.Future[Any]) -> bool:
     """Whether ``coro`` is still waiting after the loop had a few turns (and polls)."""
     for _ in range(5):
         await asyncio.sleep(0.02)
@@ -101,6 +102,20 @@ def test_a_start_waits_while_others_take_memory(tmp_path: Path) -> None:
         assert await waits(second)
         capacity.release(GIB)  # ours gone: nothing of ours alive, one may start
         await asyncio.wait_for(second, 5)
+
+    asyncio.run(scenario())
+
+
+def test_a_warm_start_never_takes_the_place_a_waiting_start_needs(tmp_path: Path) -> None:
+    async def scenario() -> None:
+        capacity = HostCapacity(host(tmp_path), ceiling=2)
+        assert take(capacity, 2) == 2
+        waiter = asyncio.ensure_future(capacity.acquire(GIB))
+        assert await waits(waiter)
+        capacity.release(GIB)
+        assert not capacity.try_acquire(GIB)  # the start that waits comes first
+        await asyncio.wait_for(waiter, 5)
+        assert capacity.live == 2
 
     asyncio.run(scenario())
 
@@ -221,7 +236,7 @@ def test_a_warm_pool_keeps_no_more_alive_than_the_host_holds(tmp_path: Path) -> 
         await pool.release(held[0])
         sandbox = await asyncio.wait_for(third, 5)  # started once a place was given back
         await settle()
-        assert len(open_ones()) == 2 and sandbox.started
+        assert len(open_ones()) == 2 and isinstance(sandbox, FakeSandbox) and sandbox.started
         await pool.release(held[1])
         await pool.release(sandbox)
         await pool.aclose()
@@ -254,7 +269,12 @@ def test_another_pools_idle_warm_sandboxes_make_room(tmp_path: Path) -> None:
         assert capacity.live == 3  # one in use, two warm ones: every place
         busy = SandboxPool(FakeSandbox, warm=0, capacity=capacity, memory=GIB)
         sandbox = await asyncio.wait_for(busy.acquire(), 5)  # one warm one was removed
-        assert sandbox.started and capacity.live == 3 and len(open_ones()) == 3
+        assert (
+            isinstance(sandbox, FakeSandbox)
+            and sandbox.started
+            and capacity.live == 3
+            and len(open_ones()) == 3
+        )
         await busy.release(sandbox)
         await idle.release(used)
         await busy.aclose()
@@ -312,3 +332,29 @@ def test_the_provisioner_keeps_to_a_limit_from_a_small_host(
     assert most == 2 and not alive
     described = provisioner.describe()["capacity"]
     assert (described["limit"], described["reason"], described["peak_live"]) == (2, "memory", 2)
+
+
+def test_sandboxes_shared_by_a_task_never_wait_for_a_place(tmp_path: Path) -> None:
+    from gem_eval.records import TaskSpec
+    from gem_eval.runner.provision import Provisioner
+
+    # Room for two, three tasks each with a sandbox for the whole run: waiting for a
+    # place would wait for ever (they give theirs back only at the end).
+    capacity = HostCapacity(host(tmp_path, total=4, available=2.5, cores=2))
+    provisioner = Provisioner(capacity=capacity)
+    spec = SandboxSpec(type="local", memory="1g", per="task")
+    tasks = [TaskSpec(id=f"t{i}", env_id="none", sandbox=spec) for i in range(3)]
+
+    async def episode(task: TaskSpec) -> None:
+        async with provisioner.episode(task) as (_, sandbox):
+            assert sandbox is not None and (await sandbox.exec(["true"])).exit_code == 0
+
+    async def scenario() -> int:
+        try:
+            await asyncio.wait_for(asyncio.gather(*(episode(t) for t in tasks)), 30)
+            return capacity.live
+        finally:
+            await provisioner.aclose()
+
+    assert asyncio.run(scenario()) == 3  # counted, so pooled sandboxes make room for them
+    assert capacity.live == 0
