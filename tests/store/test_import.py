@@ -587,3 +587,13 @@ def test_an_import_that_creates_the_index_indexes_every_run(tmp_path: Path) -> N
     [second] = import_results(write_inspect_eval(tmp_path / "b.eval"), results)
     with Index.for_root(results) as index:
         assert {r["run_id"] for r in index.runs()} == {first, second}
+
+
+def test_a_log_without_any_score_is_refused(tmp_path: Path) -> None:
+    log = tmp_path / "unscored.json"
+    data = inspect_header("m")
+    data["samples"] = [inspect_sample(1, None, scores={}), inspect_sample(2, None, scores={})]
+    log.write_text(json.dumps(data))
+    with pytest.raises(UserError, match="no sample was scored"):
+        import_results(log, tmp_path / "results")
+    assert not (tmp_path / "results").exists()

@@ -93,6 +93,10 @@ def read(path: Path) -> ImportedRun:
             episodes.append(_episode(sample, task, model, started, hashed))
         except (UserError, TypeError, ValueError) as exc:
             raise UserError(f"{path}: sample {sample.get('id')!r}: {exc}") from None
+    if samples and not any(
+        isinstance(s, dict) and (s.get("scores") or s.get("error")) for s in samples
+    ):
+        raise UserError(f"{path}: no sample was scored (a task without a scorer): nothing to rank")
     dataset = spec.get("dataset") or {}
     epochs = (spec.get("config") or {}).get("epochs") or 1
     status = log.get("status")
