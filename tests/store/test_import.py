@@ -225,13 +225,13 @@ def write_harbor_job(root: Path) -> Path:
     (job / "result.json").write_text(json.dumps({"id": "job", "n_total_trials": 2}))
     for task, trial, reward, exception in (
         ("hello-world", "hello-world__AbC1234", 1.0, False),
-        ("fix-git", "fix-git__Xy98765", None, True),
+        ("fix-git", "fix-git__Xy98765", 0.0, True),  # the verifier graded the broken trial
     ):
         (job / trial / "agent").mkdir(parents=True)
         (job / trial / "verifier").mkdir()
         result = trial_result(task, trial, reward, exception)
         (job / trial / "result.json").write_text(json.dumps(result, indent=2))
-        if reward is not None:
+        if not exception:
             (job / trial / "agent" / "trajectory.json").write_text(json.dumps(ATIF))
     return job
 
@@ -407,7 +407,20 @@ def test_harbor_job_with_a_failed_trial(tmp_path: Path) -> None:
     broken = records[("fix-git", 0)]
     assert broken.outcome == "infra_error" and broken.score is None and not broken.scored
     assert broken.trajectory is not None
-    assert broken.trajectory.error == "DockerBuildError: image build failed"
+    assert broken.trajectory.error == (
+        "DockerBuildError: image build failed (the verifier's reward 0 after it is not counted)"
+    )
+
+
+def test_harbor_agent_timeout_is_scored_as_truncated(tmp_path: Path) -> None:
+    job = write_harbor_job(tmp_path / "jobs")
+    path = job / "fix-git__Xy98765" / "result.json"
+    result = json.loads(path.read_text())
+    result["exception_info"]["exception_type"] = "AgentTimeoutError"
+    path.write_text(json.dumps(result))
+    [run_id] = import_results(job, tmp_path / "results")
+    timed_out = load(tmp_path / "results", run_id)[1][("fix-git", 0)]
+    assert (timed_out.outcome, timed_out.score, timed_out.scored) == ("truncated", 0.0, True)
 
 
 def test_lm_eval_two_models_share_a_leaderboard_and_compare(tmp_path: Path) -> None:

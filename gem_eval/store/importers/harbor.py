@@ -17,8 +17,9 @@ totals) and one directory per trial, named ``<task>__<id>``, holding
 Episodes: one per trial. The suite is the trials' dataset (``source``), else the job's
 name; the task is ``task_name``; trials of one model and task are its epochs, in the order
 they started. The score is ``rewards["reward"]`` (else the only reward). A trial with
-rewards is scored (``truncated`` when the agent timed out first); one without (an
-exception before the verifier gave a reward) is an ``infra_error``, never a 0.
+rewards and no exception is scored, and so is one whose agent timed out (``truncated``);
+a trial with any other exception (the environment, the agent's process, the verifier) is
+an ``infra_error``, never a 0, even when the verifier gave a reward after it.
 """
 
 from __future__ import annotations
@@ -39,7 +40,8 @@ from gem_eval.store.importers._common import (
     tool_call,
 )
 
-_TIMEOUTS = ("AgentTimeoutError",)
+_TIMEOUTS = ("AgentTimeoutError", "AgentExecutionTimeoutError")
+"""Exceptions after which the verifier grades what the agent left: the trial is scored."""
 
 
 def is_job(path: Path) -> bool:
@@ -143,18 +145,19 @@ def _episode(
     rewards = (result.get("verifier_result") or {}).get("rewards") or {}
     exception = result.get("exception_info") or {}
     score = _reward(rewards, trial_dir)
-    if score is not None:
-        timed_out = exception.get("exception_type") in _TIMEOUTS
-        outcome, error = ("truncated" if timed_out else "completed"), None
-        if exception:
-            error = f"{exception.get('exception_type')}: {exception.get('exception_message')}"
+    failure = f"{exception.get('exception_type')}: {exception.get('exception_message')}"
+    if score is not None and not exception:
+        outcome, error = "completed", None
+    elif score is not None and exception.get("exception_type") in _TIMEOUTS:
+        outcome, error = "truncated", failure  # the agent ran out of time: graded as it stood
     else:
+        # Any other exception (the agent's process, the environment, the verifier) is not
+        # the model's doing: a reward the verifier gave after it is not counted as one.
         outcome = "infra_error"
-        error = (
-            f"{exception.get('exception_type')}: {exception.get('exception_message')}"
-            if exception
-            else "the trial has no verifier reward"
-        )
+        error = failure if exception else "the trial has no verifier reward"
+        if exception and score is not None:
+            error += f" (the verifier's reward {score:g} after it is not counted)"
+        score = None
     messages = _messages(trial_dir / "agent" / "trajectory.json")
     return Episode(
         model=f"{agent}/{model}" if several_agents else model,
