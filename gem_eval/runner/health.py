@@ -23,7 +23,13 @@ from pathlib import Path
 
 from gem_eval.models.base import Model
 from gem_eval.records import EpisodeRecord, ModelSpec
-from gem_eval.runner.session import PlannedRun, RunOptions, execute_run, plan_run
+from gem_eval.runner.session import (
+    PlannedRun,
+    RunOptions,
+    default_model_factory,
+    execute_run,
+    plan_run,
+)
 
 AGENTS = ("oracle", "noop")
 
@@ -100,9 +106,13 @@ def _drop_oracle_without_reference(plan: PlannedRun) -> set[str]:
 
 
 def _reference_agent(spec: ModelSpec) -> Model:
-    """The run's agents: the oracle does not refuse the tasks it was left out of."""
+    """The run's agents: the oracle does not refuse the tasks it was left out of. Any
+    other model is a ``scorer: judge`` task's judge: a real one, which grades the
+    reference answer."""
     from gem_eval.models.reference import NoopModel, OracleModel
 
+    if spec.name not in AGENTS:
+        return default_model_factory(spec)
     return OracleModel(refuse=False) if spec.name == "oracle" else NoopModel()
 
 

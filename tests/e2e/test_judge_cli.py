@@ -75,3 +75,21 @@ def test_a_judged_suite_scores_by_the_judge_and_resumes_its_failures(
     again = records(new)
     assert len(again) == 2
     assert all((r["score"], r["judge"]["grade"]) == (0.5, "P") for r in again)  # type: ignore[index]
+
+
+def test_tasks_check_has_the_judge_grade_the_reference_answer(
+    openai_server: FakeOpenAIServer, tmp_path: Path
+) -> None:
+    def handler(body: dict[str, Any]) -> Reply:
+        assert body["model"] == JUDGE  # the reference agents call no model
+        # The oracle plays the gold answer: the judge accepts it.
+        submission = body["messages"][0]["content"].split("[Submission]:")[1].split("***")[0]
+        accepted = "Odile Marchetti" in submission
+        return Reply("GRADE: C" if accepted else "GRADE: I")
+
+    openai_server.handler = handler
+    suite = judged_suite(openai_server, tmp_path)
+    result = gem_eval("tasks", "check", str(suite), "-q", results=tmp_path / "results")
+    assert result.returncode == 0, result.stderr + result.stdout
+    assert "1/1 tasks healthy" in result.stdout
+    assert len(openai_server.requests) == 4  # both agents, both samples, judged
