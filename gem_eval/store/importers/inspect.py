@@ -283,7 +283,9 @@ def _read_eval_zip(path: Path) -> tuple[dict[str, Any], list[Any]]:
 
 def _entry(z: zipfile.ZipFile, path: Path, name: str) -> Any:
     info = z.getinfo(name)
-    data = _zstd_entry(z, info, path) if info.compress_type == _ZSTD else z.read(info)
+    # Python 3.14's zipfile decodes zstd itself (it then has ZIP_ZSTANDARD).
+    manual = info.compress_type == _ZSTD and not hasattr(zipfile, "ZIP_ZSTANDARD")
+    data = _zstd_entry(z, info, path) if manual else z.read(info)
     try:
         return json.loads(data)
     except (json.JSONDecodeError, UnicodeDecodeError) as exc:
