@@ -306,6 +306,18 @@ def test_bounds_follow_the_prompt_limits_and_the_episode_token_cap(tmp_path: Pat
     assert capped.input_tokens.value < loose.input_tokens.value
 
 
+def test_without_max_tokens_the_model_limits_from_the_price_map_bound_each_call() -> None:
+    specs = specs_for(1, limits={"max_turns": 10})
+    roomy = Price(1e-6, 1e-6, "p", max_output_tokens=100, max_input_tokens=10**6)
+    tight = Price(1e-6, 1e-6, "p", max_output_tokens=100, max_input_tokens=300)
+    [wide] = estimate_run(specs, results_dir=None, concurrency=1, pricing=lambda m: roomy).rows
+    [narrow] = estimate_run(specs, results_dir=None, concurrency=1, pricing=lambda m: tight).rows
+    assert wide.output_tokens == Amount(1000, bound=True) == narrow.output_tokens
+    assert "the model's most, 100 a call" in wide.source
+    assert narrow.input_tokens.value is not None and wide.input_tokens.value is not None
+    assert narrow.input_tokens.value <= 10 * 300 < wide.input_tokens.value
+
+
 def test_prices_local_reference_self_hosted_unknown_and_litellm() -> None:
     assert price_of(ModelSpec(name="oracle")).cost(10, 10) == 0.0
     assert price_of(ModelSpec(name="local/gemma3-270m")).cost(10, 10) == 0.0
@@ -318,6 +330,7 @@ def test_prices_local_reference_self_hosted_unknown_and_litellm() -> None:
 
     info = import_litellm().get_model_info("openai/gpt-4o")
     gpt = price_of(ModelSpec(name="openai/gpt-4o"))
+    assert gpt.max_output_tokens == info["max_output_tokens"]
     assert gpt.cost(1000, 100) == pytest.approx(
         1000 * info["input_cost_per_token"] + 100 * info["output_cost_per_token"]
     )

@@ -99,7 +99,7 @@ def usd(amount: Amount) -> str:
         return _missing(amount)
     if amount.value == 0:
         return "$0"
-    digits = 2 if amount.value >= 100 else 4
+    digits = 2 if amount.value >= 1 else 4
     return f"{BOUND if amount.bound else ''}${amount.value:,.{digits}f}"
 
 

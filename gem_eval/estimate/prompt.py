@@ -1,10 +1,10 @@
 """How long a task's prompt is, before any model sees it: for bounds on input tokens.
 
 The prompt is the system prompt and the env's first observation. The observation is
-measured by building the env and resetting it for a few samples (envs whose episodes
-are hosted in a sandbox are not started: their text is estimated from the task's
-settings). Tokens are counted without a tokenizer, at four characters a token plus a
-generous allowance per message for the chat template.
+measured by building the env and resetting it for a few samples (an env hosted in a
+sandbox is not started: its instruction is read instead). Tokens are counted without a
+tokenizer, at four characters a token plus a generous allowance per message for the
+chat template.
 """
 
 from __future__ import annotations
@@ -55,7 +55,7 @@ def measure_prompt(task: TaskSpec, specs: list[EpisodeSpec]) -> Prompt:
         how = "task settings as text"
     system = tokens_of(task.system_prompt or "")
     prompt = system + observation + 2 * MESSAGE_TOKENS
-    if task.tools:
+    if task.tools or _is_hosted(task.env_id):  # a hosted env's tools come with it
         output_limit = task.sandbox.output_limit if task.sandbox else DEFAULT_OUTPUT_LIMIT
         turn = output_limit // CHARS_PER_TOKEN
         what = f"a tool's output up to {output_limit} bytes a turn; tool schemas not counted"
@@ -66,27 +66,37 @@ def measure_prompt(task: TaskSpec, specs: list[EpisodeSpec]) -> Prompt:
 
 
 def first_observation(spec: EpisodeSpec) -> str | None:
-    """The env's first observation for ``spec``'s sample; ``None`` when it cannot be had
-    cheaply (a hosted env would start its sandbox) or the env fails to build."""
+    """The env's first observation for ``spec``'s sample (a hosted env's instruction:
+    resetting it would start its sandbox); ``None`` when the env fails to build."""
     from gem_eval.envs.hosted import HostedEnv
     from gem_eval.registration import make
-    from gem_eval.registration import spec as env_spec
 
     task = spec.task
     try:
-        factory = env_spec(task.env_id).load()
-        if isinstance(factory, type) and issubclass(factory, HostedEnv):
-            return None
         env = make(task.env_id, **task.env_kwargs, **spec.sample_kwargs)
     except Exception:  # the run reports a broken task; the estimate falls back
         return None
     try:
+        hosted = env.unwrapped
+        if isinstance(hosted, HostedEnv):
+            return hosted.instruction()
         observation, _ = env.reset(seed=spec.seed)
     except Exception:
         return None
     finally:
         env.close()
     return observation if isinstance(observation, str) else str(observation)
+
+
+def _is_hosted(env_id: str) -> bool:
+    from gem_eval.envs.hosted import HostedEnv
+    from gem_eval.registration import spec
+
+    try:
+        factory = spec(env_id).load()
+    except Exception:  # an unknown env: the run says so
+        return False
+    return isinstance(factory, type) and issubclass(factory, HostedEnv)
 
 
 def _settings_text(task: TaskSpec, spec: EpisodeSpec) -> str:

@@ -278,17 +278,20 @@ def _from_bounds(
             "bound: a reference agent", FREE_REFERENCE.note,
         )  # fmt: skip
     prompt = measure(group)
+    found = price(model)
     per_call = _max_output(task, model)
+    limits = [f"max_turns {turns}", f"max_tokens {per_call} a call"]
+    if per_call is None and found.max_output_tokens is not None:
+        per_call = found.max_output_tokens  # what the provider lets one reply hold
+        limits[1] = f"no max_tokens: the model's most, {per_call:,} a call"
+    elif per_call is None:
+        limits[1] = "no max_tokens"
     per_episode_in, per_episode_out = _episode_bounds(
-        task, turns, per_call, prompt.tokens, prompt.turn_tokens
+        task, turns, per_call, prompt, found.max_input_tokens
     )
     input_tokens = per_episode_in.scaled(episodes)
     output_tokens = per_episode_out.scaled(episodes)
     usd, price_note = _priced(model, input_tokens, output_tokens, price)
-    limits = [
-        f"max_turns {turns}",
-        f"max_tokens {per_call} a call" if per_call else "no max_tokens",
-    ]
     if task.limits.max_tokens is not None:
         limits.append(f"{task.limits.max_tokens} tokens an episode")
     return RowEstimate(
@@ -320,22 +323,28 @@ def _max_output(task: TaskSpec, model: ModelSpec) -> int | None:
 
 
 def _episode_bounds(
-    task: TaskSpec, turns: int | None, per_call: int | None, prompt: int, per_turn: int
+    task: TaskSpec, turns: int | None, per_call: int | None, prompt: Prompt, context: int | None
 ) -> tuple[Amount, Amount]:
     """Input and output tokens one episode can use at most: call ``t`` reads the prompt and
-    everything of the ``t - 1`` turns before it (a reply and an observation each)."""
+    everything of the ``t - 1`` turns before it (a reply and an observation each), and
+    never more than the model's ``context`` (when known)."""
     cap = task.limits.max_tokens
     if turns is None or per_call is None:
         # Without an output limit a reply, and so every later prompt, is unbounded; the
         # episode cap still stops calls, but not the one that crosses it.
         return UNBOUNDED, UNBOUNDED
-    growth = per_call + per_turn
-    input_tokens = turns * prompt + growth * turns * (turns - 1) // 2
+    first, growth = prompt.tokens, per_call + prompt.turn_tokens
+    last_prompt = first + growth * (turns - 1)
+    if context is None or last_prompt <= context:
+        input_tokens = turns * first + growth * turns * (turns - 1) // 2
+    else:  # calls 1..k grow, the rest read a full context
+        k = 0 if first > context else min(turns, (context - first) // growth + 1)
+        input_tokens = k * first + growth * k * (k - 1) // 2 + (turns - k) * context
+        last_prompt = context
     output_tokens = turns * per_call
     if cap is not None:
         # Calls start only while the episode's total is under the cap: what came before
         # the last call is under it, and the last call adds one prompt and one reply.
-        last_prompt = prompt + growth * (turns - 1)
         input_tokens = min(input_tokens, cap + last_prompt)
         output_tokens = min(output_tokens, cap + per_call)
     return Amount(input_tokens, bound=True), Amount(output_tokens, bound=True)

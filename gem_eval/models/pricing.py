@@ -8,7 +8,7 @@ and only when a price is asked for (the import takes seconds).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from gem_eval.records import ModelSpec
 
@@ -24,11 +24,15 @@ class Price:
         input_usd: Per input (prompt) token; ``None``: unknown.
         output_usd: Per output (completion) token; ``None``: unknown.
         note: Where the price comes from, or why it is unknown (one line).
+        max_output_tokens: The most one reply can hold, when litellm knows it.
+        max_input_tokens: The most one call can read (the context), when known.
     """
 
     input_usd: float | None
     output_usd: float | None
     note: str
+    max_output_tokens: int | None = None
+    max_input_tokens: int | None = None
 
     @property
     def known(self) -> bool:
@@ -64,14 +68,14 @@ def price_of(model: ModelSpec) -> Price:
     found = litellm_price(model.name)
     if found is not None:
         where = " (served from its base URL)" if model.base_url else ""
-        return Price(found[0], found[1], f"litellm's price for {model.name}{where}")
+        return replace(found, note=f"litellm's price for {model.name}{where}")
     if model.base_url is not None:
         return Price(0.0, 0.0, f"no litellm price for {model.name}: self-hosted, counted as $0")
     return Price(None, None, f"no litellm price for {model.name}: cost unknown")
 
 
-def litellm_price(name: str) -> tuple[float, float] | None:
-    """litellm's (input, output) USD per token for ``name``; ``None`` if it has none."""
+def litellm_price(name: str) -> Price | None:
+    """litellm's prices (and token limits) for ``name``; ``None`` if it has no price."""
     from gem_eval.models.litellm_model import import_litellm
 
     try:
@@ -81,4 +85,14 @@ def litellm_price(name: str) -> tuple[float, float] | None:
     prices = info.get("input_cost_per_token"), info.get("output_cost_per_token")
     if prices[0] is None or prices[1] is None:
         return None
-    return float(prices[0]), float(prices[1])
+    return Price(
+        float(prices[0]),
+        float(prices[1]),
+        f"litellm's price for {name}",
+        max_output_tokens=_positive(info.get("max_output_tokens")),
+        max_input_tokens=_positive(info.get("max_input_tokens")),
+    )
+
+
+def _positive(value: object) -> int | None:
+    return int(value) if isinstance(value, int | float) and value > 0 else None
