@@ -112,7 +112,8 @@ def _reference_agent(spec: ModelSpec) -> Model:
     from gem_eval.models.reference import NoopModel, OracleModel
 
     if spec.name not in AGENTS:
-        return default_model_factory(spec)
+        judge: Model = default_model_factory(spec)
+        return judge
     return OracleModel(refuse=False) if spec.name == "oracle" else NoopModel()
 
 
