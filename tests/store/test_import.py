@@ -610,3 +610,14 @@ def test_a_log_without_any_score_is_refused(tmp_path: Path) -> None:
     with pytest.raises(UserError, match="no sample was scored"):
         import_results(log, tmp_path / "results")
     assert not (tmp_path / "results").exists()
+
+
+def test_a_directory_of_inspect_logs_imports_each(tmp_path: Path) -> None:
+    logs = tmp_path / "logs"
+    logs.mkdir()
+    write_inspect_json(logs / "a.json")
+    write_inspect_eval(logs / "b.eval")
+    (logs / "notes.json").write_text('{"not": "a log"}')
+    runs = import_results(logs, tmp_path / "results")
+    models = {load(tmp_path / "results", r)[0].models[0].name for r in runs}
+    assert models == {"openai/gpt-x", "anthropic/claude-y"}
