@@ -17,9 +17,9 @@ from collections.abc import Callable
 from typing import Any
 
 from gem_eval.budget import Budget
-from gem_eval.errors import UserError
+from gem_eval.errors import ModelCallError, UserError
 from gem_eval.judge import JudgeSpec, JudgeVerdict, judge_answer
-from gem_eval.models.base import Model
+from gem_eval.models.base import GenerateConfig, Message, Model, ModelOutput, ToolSchema
 from gem_eval.outcomes import is_scored, is_zeroed
 from gem_eval.records import EpisodeRecord, EpisodeSpec, ModelSpec, TaskSpec
 from gem_eval.runner.scoring import gave_up
@@ -195,14 +195,15 @@ class Judges:
         budget: Budget | None = None,
     ) -> EpisodeRecord:
         """``record`` of the episode ``spec`` judged (see :func:`judge_record`), the
-        verdict's text redacted and its cost charged to the run's ``budget``."""
+        verdict's text redacted. The judge's calls are held to the run's ``budget`` as
+        the models' are: charged, and none starts once it is spent (``judge_error``)."""
         assert spec.task.judge is not None  # start() refused a judge task without one
         model = self.model_for(spec.task.judge, cache)
+        if budget is not None:
+            model = _Budgeted(model, budget)
         judged = await judge_record(record, spec.task, model, target=target)
         if judged.judge is not None and judged.judge is not record.judge:
             judged.judge = redacted(judged.judge, redact)
-            if budget is not None:  # the run pays for its judge as for its models
-                budget.charge(judged.judge.usage.cost_usd)
         judged.gave_up = gave_up(spec, judged.outcome)
         return judged
 
@@ -212,6 +213,25 @@ class Judges:
                 await model.aclose()
         finally:
             self.models.clear()
+
+
+class _Budgeted(Model):
+    """A judge held to the run's budget: no call starts once it is spent."""
+
+    def __init__(self, inner: Model, budget: Budget) -> None:
+        self.inner, self.budget, self.name = inner, budget, inner.name
+
+    async def generate(
+        self,
+        messages: list[Message],
+        tools: list[ToolSchema] | None = None,
+        config: GenerateConfig | None = None,
+    ) -> ModelOutput:
+        if self.budget.exhausted:
+            raise ModelCallError(f"stopped: {self.budget.describe()}", transient=True)
+        output = await self.inner.generate(messages, tools, config)
+        self.budget.charge(output.usage.cost_usd)
+        return output
 
 
 def redacted(verdict: JudgeVerdict, redact: Callable[[str], str] | None) -> JudgeVerdict:

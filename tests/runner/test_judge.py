@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 from pydantic import ValidationError
 
+from gem_eval.budget import Budget
 from gem_eval.errors import ModelCallError
 from gem_eval.judge import NO_ANSWER, JudgeSpec, judge_answer
 from gem_eval.models import ModelOutput, ScriptedModel, Usage
@@ -19,9 +20,11 @@ from gem_eval.outcomes import OUTCOMES
 from gem_eval.records import EpisodeRecord, EpisodeSpec, ModelSpec, TaskSpec
 from gem_eval.runner import LocalExecutor
 from gem_eval.runner.judging import Judges, judge_record
+from gem_eval.runner.scoring import to_record
 from gem_eval.runner.session import default_model_factory
 from gem_eval.suites import load_suite
 from gem_eval.suites.schema import SuiteError
+from gem_eval.trajectory import Step, Trajectory
 from tests.fixtures.openai_server import FakeOpenAIServer, Fault, Reply
 
 QUESTION = "Who designed the Verran Lighthouse?"
@@ -306,3 +309,25 @@ def test_a_suite_judge_reaches_the_task(tmp_path: Path) -> None:
     )
     with pytest.raises(SuiteError, match=r"rubrik: unknown key\. Did you mean: rubric"):
         load_suite(bad)
+
+
+def test_the_judge_is_held_to_the_run_budget() -> None:
+    judge = ScriptedModel([_output("GRADE: C")], name="j")  # each call costs $0.01
+    task = TaskSpec(id="t", env_id="qa:QA-v0", scorer="judge", judge=JudgeSpec(model="j"))
+    spec = EpisodeSpec(key="k", task=task, model=ModelSpec(name="m"), sample=0, epoch=0, seed=0)
+    trajectory = Trajectory(env_id="qa:QA-v0", model="m", initial_observation="q?")
+    trajectory.steps.append(Step(index=0, output=ModelOutput(text="x"), action="Paris"))
+    record = to_record("run", spec, trajectory, 0.0)
+    budget = Budget(cap=0.015)
+
+    async def go() -> list[EpisodeRecord]:
+        judges = Judges(lambda _: judge)
+        await judges.start([task])
+        return [await judges.judge(spec, record, "Paris", budget=budget) for _ in range(3)]
+
+    first, second, third = asyncio.run(go())
+    # Charged per call; the second starts under the cap and overshoots it, as a model's.
+    assert first.score == second.score == 1.0 and budget.spent == pytest.approx(0.02)
+    assert third.outcome == "judge_error" and third.score is None
+    assert third.judge is not None and "--max-cost" in (third.judge.error or "")
+    assert len(judge.calls) == 2  # no call once the budget is spent
