@@ -331,3 +331,23 @@ def test_the_judge_is_held_to_the_run_budget() -> None:
     assert third.outcome == "judge_error" and third.score is None
     assert third.judge is not None and "--max-cost" in (third.judge.error or "")
     assert len(judge.calls) == 2  # no call once the budget is spent
+
+
+def test_a_ray_node_worker_judges_its_episodes(openai_server: FakeOpenAIServer) -> None:
+    from gem_eval.runner.node_worker import NodeWorker  # what each Ray node runs
+
+    openai_server.handler = _both(Reply("GRADE: C"))
+    spec = _qa_spec(openai_server, _judge_spec(openai_server))
+
+    async def go() -> EpisodeRecord:
+        worker = NodeWorker(functools.partial(default_model_factory, concurrency=2), {})
+        await worker.check([spec.task])
+        await worker.start([spec.model])
+        try:
+            record, _ = await worker.run("run", spec)
+            return record
+        finally:
+            await worker.aclose()
+
+    record = asyncio.run(go())
+    assert record.score == 1.0 and record.judge is not None and record.judge.grade == "C"
