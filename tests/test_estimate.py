@@ -19,7 +19,7 @@ from gem_eval.estimate import Amount, RunEstimate, estimate_run
 from gem_eval.models.pricing import Price, price_of
 from gem_eval.records import EpisodeRecord, EpisodeSpec, ModelSpec, RunManifest, TaskSpec
 from gem_eval.runner.session import RunOptions, execute_run, plan_run
-from gem_eval.store import Index
+from gem_eval.store import Index, RunDir
 from gem_eval.suites import load_suite
 from tests.fixtures.openai_server import FakeOpenAIServer, Reply
 
@@ -129,8 +129,9 @@ def record_run(
     suite: str = "est",
     suite_hash: str = "h1",
     started_at: float = 1.0,
+    cache_hits: int = 0,
 ) -> None:
-    """Index a run of ``suite`` whose episodes have the given fields (defaults: a
+    """Record a run of ``suite`` whose episodes have the given fields (defaults: a
     completed GuessTheNumber episode of openai/fake: 2 turns, 100 + 10 tokens, 10 s)."""
     manifest = RunManifest(
         run_id=run_id,
@@ -142,7 +143,9 @@ def record_run(
         gem_eval_version="0",
         host="h",
         started_at=started_at,
+        extra={"cache": {"hits": cache_hits, "misses": 1}},
     )
+    RunDir.create(results, manifest)
     records = []
     for n, fields in enumerate(episodes):
         values: dict[str, Any] = {
@@ -237,6 +240,26 @@ def test_recorded_costs_are_used_when_every_episode_has_one(tmp_path: Path) -> N
         specs_for(5), results_dir=tmp_path, concurrency=1, suite="est", pricing=lambda m: unknown
     ).rows
     assert row.usd.value == pytest.approx(0.10) and not row.usd.bound
+
+
+def test_runs_that_hit_the_response_cache_give_tokens_not_time_or_money(
+    tmp_path: Path,
+) -> None:
+    record_run(tmp_path, "paid", [{"latency_s": 10.0, "cost_usd": 0.5}], started_at=1)
+    cheap = {"latency_s": 0.0, "cost_usd": 0.0, "input_tokens": 300}
+    record_run(tmp_path, "cached", [cheap], started_at=2, cache_hits=2)
+    unknown = Price(None, None, "unknown")
+    [row] = estimate_run(
+        specs_for(2), results_dir=tmp_path, concurrency=1, suite="est", pricing=lambda m: unknown
+    ).rows
+    assert row.input_tokens == Amount(400.0)  # (100 + 300) / 2 an episode
+    assert row.usd == Amount(1.0) and row.wall_s == Amount(20.0)  # from the paid run alone
+    only_cached = tmp_path / "only-cached"
+    record_run(only_cached, "cached", [cheap], cache_hits=2)
+    [row] = estimate_run(
+        specs_for(2), results_dir=only_cached, concurrency=1, suite="est", pricing=lambda m: FREE
+    ).rows
+    assert row.input_tokens == Amount(600.0) and row.wall_s == Amount(None)
 
 
 @pytest.mark.parametrize(

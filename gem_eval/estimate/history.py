@@ -20,29 +20,37 @@ class History:
     Attributes:
         run_ids: The runs they come from, oldest first.
         same_hash: All of them come from runs of this run's suite hash.
-        cost_usd: Their recorded cost; ``None`` when any recorded none (an unpriced
-            model), so that a partial sum is never taken for the whole.
+        paid: Episodes of runs that took no reply from the response cache: only they
+            say what time and money an episode takes (a cached reply keeps its tokens
+            but costs nothing and takes no time).
+        latency_s: Over the ``paid`` episodes.
+        cost_usd: Recorded over the ``paid`` episodes; ``None`` when any recorded none
+            (an unpriced model), so that a partial sum is never taken for the whole.
     """
 
     episodes: int = 0
     turns: int = 0
     input_tokens: int = 0
     output_tokens: int = 0
+    paid: int = 0
     latency_s: float = 0.0
     cost_usd: float | None = 0.0
     run_ids: list[str] = field(default_factory=list)
     same_hash: bool = False
 
-    def add(self, row: dict[str, Any]) -> None:
+    def add(self, row: dict[str, Any], *, cached: bool) -> None:
         self.episodes += 1
         self.turns += row["turns"] or 0
         self.input_tokens += row["input_tokens"] or 0
         self.output_tokens += row["output_tokens"] or 0
+        if row["run_id"] not in self.run_ids:
+            self.run_ids.append(row["run_id"])
+        if cached:
+            return
+        self.paid += 1
         self.latency_s += row["latency_s"] or 0.0
         cost = row["cost_usd"]
         self.cost_usd = None if cost is None or self.cost_usd is None else self.cost_usd + cost
-        if row["run_id"] not in self.run_ids:
-            self.run_ids.append(row["run_id"])
 
 
 def read_history(
@@ -68,6 +76,9 @@ def read_history(
     started = {r["run_id"]: (r["started_at"] or 0.0, r["run_id"]) for r in runs}
     same = {r["run_id"] for r in runs if suite_hash in (None, r["suite_hash"])}
     rows.sort(key=lambda row: started[row["run_id"]])
+    cached = {
+        run_id for run_id in {row["run_id"] for row in rows} if _hit_cache(results_dir, run_id)
+    }
     matching: dict[Key, History] = {}
     other: dict[Key, History] = {}
     for row in rows:
@@ -75,5 +86,21 @@ def read_history(
         if key not in wanted or not is_scored(row["outcome"]):
             continue
         into = matching if row["run_id"] in same else other
-        into.setdefault(key, History(same_hash=into is matching)).add(row)
+        into.setdefault(key, History(same_hash=into is matching)).add(
+            row, cached=row["run_id"] in cached
+        )
     return {**other, **matching}
+
+
+def _hit_cache(results_dir: Path, run_id: str) -> bool:
+    """Whether the run took any reply from the response cache (its manifest counts
+    them); a run whose manifest cannot be read counts as cached: its costs are not
+    trusted, its tokens still are."""
+    from gem_eval.errors import GemEvalError
+    from gem_eval.store import RunDir
+
+    try:
+        manifest = RunDir(results_dir / run_id).read_manifest()
+    except (GemEvalError, OSError):
+        return True
+    return bool((manifest.extra.get("cache") or {}).get("hits"))

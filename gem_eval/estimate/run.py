@@ -231,14 +231,13 @@ def _from_history(
     n = seen.episodes
     input_tokens = Amount(seen.input_tokens / n * episodes)
     output_tokens = Amount(seen.output_tokens / n * episodes)
-    if seen.cost_usd is not None:
-        usd, price_note = (
-            Amount(seen.cost_usd / n * episodes),
-            "USD as earlier episodes were charged",
-        )
+    if seen.paid and seen.cost_usd is not None:
+        usd = Amount(seen.cost_usd / seen.paid * episodes)
+        price_note = "USD as earlier episodes were charged"
     else:
         usd, price_note = _priced(spec.model, input_tokens, output_tokens, price)
-    work = Amount(seen.latency_s / n * episodes)
+    # Replies from the response cache took no time: only the other episodes say how long.
+    work = Amount(seen.latency_s / seen.paid * episodes) if seen.paid else UNKNOWN
     runs = seen.run_ids
     which = f"run {runs[-1]}" if len(runs) == 1 else f"{len(runs)} runs (latest {runs[-1]})"
     same = "" if seen.same_hash else ", suite hash differs"
