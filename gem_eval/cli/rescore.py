@@ -30,21 +30,39 @@ def rescore(
         ScorerName | None,
         typer.Option(help="Score every task with this scorer (default: each task's own)."),
     ] = None,
+    judge: Annotated[
+        str | None,
+        typer.Option(
+            help="The judge model of the tasks scored by a judge (--scorer judge), "
+            "instead of their own `judge:`; it is called, the judged models are not."
+        ),
+    ] = None,
+    judge_base_url: Annotated[
+        str | None, typer.Option(help="The judge's OpenAI-compatible server.")
+    ] = None,
+    judge_backend: Annotated[
+        str, typer.Option(help="The judge's backend: litellm, or openai.")
+    ] = "litellm",
     results_dir: ResultsDir = DEFAULT_RESULTS_DIR,
     concurrency: Annotated[int, typer.Option(min=1, help="Episodes replayed at once.")] = 8,
 ) -> None:
     """Grade a run's recorded episodes again (a new grader, another scorer) into a new
     run, without calling the model: each episode's recorded replies are replayed through
-    a fresh env. Hosted tasks (terminal, MCP) keep their score: they are graded on the
-    final container state, which is not kept."""
+    a fresh env (a judge, for tasks scored by one, is called). Hosted tasks (terminal,
+    MCP) keep their score: they are graded on the final container state, which is not
+    kept."""
     import asyncio
 
     from gem_eval.cli import render
+    from gem_eval.judge import JudgeSpec
     from gem_eval.runner.rescore import rescore_run
 
     check_results_dir(results_dir)
-    if scorer is ScorerName.judge:
-        raise UserError("--scorer judge is not supported yet")
+    if judge is None and (judge_base_url is not None or judge_backend != "litellm"):
+        raise UserError("--judge-base-url and --judge-backend go with --judge MODEL")
+    spec = None
+    if judge is not None:
+        spec = JudgeSpec(model=judge, base_url=judge_base_url, backend=judge_backend)
     progress = _Progress()
     render.route_library_log()
     try:
@@ -53,6 +71,7 @@ def rescore(
                 results_dir,
                 run_id,
                 scorer=None if scorer is None else scorer.value,
+                judge=spec,
                 concurrency=concurrency,
                 progress=progress,
             )
@@ -104,8 +123,10 @@ def _print_summary(s: RescoreSummary) -> None:
     from gem_eval.runner.rescore import hosted_line
 
     how = f"scorer {s.scorer}" if s.scorer else "each task's scorer"
+    if s.judge:
+        how += f", judge {s.judge}"
     lines = [
-        f"re-scored {s.source_run_id} into {s.run_id} ({how}, no model calls)",
+        f"re-scored {s.source_run_id} into {s.run_id} ({how}; the recorded models were not called)",
         f"{s.regraded} episodes graded again, {s.changed} scores changed",
     ]
     for count, what, first in (

@@ -31,6 +31,8 @@ from typing import Any
 
 from gem_eval._version import __version__
 from gem_eval.errors import UserError
+from gem_eval.judge import JudgeSpec
+from gem_eval.outcomes import is_scored
 from gem_eval.records import EpisodeRecord, EpisodeSpec, RunManifest, RunStatus, Scorer, TaskSpec
 from gem_eval.runner.provision import Provisioner
 from gem_eval.runner.replay import ReplayExecutor, divergence, is_hosted
@@ -49,6 +51,7 @@ class RescoreSummary:
         run_id: The new run.
         source_run_id: The run re-scored.
         scorer: The scorer asked for (``None``: each task's own).
+        judge: The judge model asked for (``None``: each judged task's own).
         regraded: Episodes replayed and graded again.
         changed: Of those, the ones whose score differs from the recorded one.
         kept_hosted: Hosted tasks' episodes, by env family, copied with their score.
@@ -63,6 +66,7 @@ class RescoreSummary:
     run_id: str
     source_run_id: str
     scorer: str | None
+    judge: str | None = None
     regraded: int = 0
     changed: int = 0
     kept_hosted: Counter[str] = field(default_factory=Counter)
@@ -79,6 +83,7 @@ async def rescore_run(
     run_id: str,
     *,
     scorer: Scorer | None = None,
+    judge: JudgeSpec | None = None,
     concurrency: int = 8,
     progress: Progress | None = None,
 ) -> RescoreSummary:
@@ -88,33 +93,23 @@ async def rescore_run(
         results_dir: The results directory holding the run.
         run_id: The run to re-score.
         scorer: Score every task with this scorer instead of its own.
+        judge: The judge of the tasks scored by a judge, instead of their own (a judge
+            model is called: only the judged models are not).
         concurrency: Episodes replayed at once.
         progress: Hears progress (see :data:`Progress`).
 
     Raises:
         UserError: No such run; nothing in it can be re-scored (every scored episode is
-            a hosted task's); its suite cannot be loaded; a task's tools cannot work here.
+            a hosted task's); its suite cannot be loaded; a task's tools cannot work here;
+            a task to be judged has no judge.
     """
     source = RunDir.open(results_dir, run_id)
     old = source.read_manifest()
     records = source.latest_by_key()
-    tasks = {t.id: t.model_copy(update={"scorer": scorer or t.scorer}) for t in old.tasks}
+    tasks = _retarget(old.tasks, scorer, judge)
     summary = RescoreSummary(new_run_id(old.suite), old.run_id, scorer)
-    kept: dict[str, EpisodeRecord] = {}
-    replayed: dict[str, EpisodeRecord] = {}
-    for key, record in records.items():
-        task = tasks.get(record.task_id)
-        if not record.scored:
-            summary.not_scored += 1
-            kept[key] = record
-        elif task is not None and is_hosted(task.env_id):
-            summary.kept_hosted[task.env_id.partition(":")[0]] += 1
-            kept[key] = record
-        elif task is None or record.trajectory is None:
-            summary.diverged[key] = "its task or trajectory is not in the record"
-            kept[key] = record
-        else:
-            replayed[key] = record
+    summary.judge = judge.model if judge is not None else None
+    kept, replayed = _sort(records, tasks, summary)
     if not replayed:
         raise UserError(_nothing_to_do(old.run_id, summary))
     specs = _specs(old, tasks, replayed, summary, kept)
@@ -150,6 +145,46 @@ async def rescore_run(
         if new is not None:
             _finish(new, summary, records.values())
     return summary
+
+
+def _retarget(
+    tasks: list[TaskSpec], scorer: Scorer | None, judge: JudgeSpec | None
+) -> dict[str, TaskSpec]:
+    """The tasks as re-scoring scores them: with ``scorer`` and ``judge`` when given."""
+    out = {}
+    for task in tasks:
+        update: dict[str, Any] = {"scorer": scorer or task.scorer}
+        if judge is not None and update["scorer"] == "judge":
+            update["judge"] = judge
+        elif update["scorer"] == "judge" and task.judge is None:
+            raise UserError(f"task {task.id!r} has no judge to score it: give --judge MODEL")
+        out[task.id] = task.model_copy(update=update)
+    return out
+
+
+def _sort(
+    records: dict[str, EpisodeRecord], tasks: dict[str, TaskSpec], summary: RescoreSummary
+) -> tuple[dict[str, EpisodeRecord], dict[str, EpisodeRecord]]:
+    """The records copied as they are, and those to replay. An episode is replayed when
+    it ended by the model's doing (its trajectory's outcome is scored: a record whose
+    judge failed is judged again) and its task is not hosted."""
+    kept: dict[str, EpisodeRecord] = {}
+    replayed: dict[str, EpisodeRecord] = {}
+    for key, record in records.items():
+        task = tasks.get(record.task_id)
+        played = record.trajectory is not None and is_scored(record.trajectory.outcome)
+        if not (record.scored or played):
+            summary.not_scored += 1
+            kept[key] = record
+        elif task is not None and is_hosted(task.env_id):
+            summary.kept_hosted[task.env_id.partition(":")[0]] += 1
+            kept[key] = record
+        elif task is None or not played:
+            summary.diverged[key] = "its task or trajectory is not in the record"
+            kept[key] = record
+        else:
+            replayed[key] = record
+    return kept, replayed
 
 
 def _specs(
@@ -208,6 +243,7 @@ def _manifest(old: RunManifest, summary: RescoreSummary, tasks: dict[str, TaskSp
     origin = {
         "run_id": old.run_id,
         "scorer": summary.scorer,
+        "judge": summary.judge,
         "gem_eval_version": old.gem_eval_version,
     }
     return old.model_copy(

@@ -91,8 +91,24 @@ def test_rescore_grades_a_recorded_run_again_without_model_calls(
         "1.000",
     ]
 
-    judged = gem_eval("rescore", "latest", "--scorer", "judge", results=results)
-    assert judged.returncode == 2 and "not supported yet" in judged.stderr
+    unjudged = gem_eval("rescore", "latest", "--scorer", "judge", results=results)
+    assert unjudged.returncode == 2
+    assert unjudged.stderr == "error: task 'math' has no judge to score it: give --judge MODEL\n"
+
+    # A judge grades the replayed answers: it is called, the judged model is not.
+    openai_server.handler = lambda body: (
+        Reply("Close enough.\nGRADE: P") if body["model"] == "judge" else answer(body)
+    )
+    judge = ["--judge", "openai/judge", "--judge-base-url", openai_server.base_url]
+    args = ["rescore", original.name, "--scorer", "judge", *judge, "--judge-backend", "openai"]
+    judged = gem_eval(*args, results=results)
+    assert judged.returncode == 0, judged.stderr + judged.stdout
+    models = [r.body["model"] for r in openai_server.requests]
+    assert len(models) == calls + 4 and set(models[calls:]) == {"judge"}
+    [third] = [d for d in run_dirs(results) if d not in (original, new)]
+    assert {(r["score"], r["judge"]["grade"]) for r in records(third)} == {(0.5, "P")}  # type: ignore[index]
+    origin = json.loads((third / "manifest.json").read_text())["extra"]["rescored_from"]
+    assert (origin["scorer"], origin["judge"]) == ("judge", "openai/judge")
 
 
 def test_rescore_of_an_unknown_run_is_one_line(tmp_path: Path) -> None:

@@ -177,11 +177,17 @@ def test_unscored_episodes_are_copied_as_still_to_play(recorded: tuple[Path, str
     results, old_id = recorded
     source = RunDir(results / old_id)
     last = source.latest_by_key()["openai/fake|math|2|0"]
-    failed = last.model_copy(update={"outcome": "infra_error", "score": None})
+    assert last.trajectory is not None
+    lost = last.trajectory.model_copy(update={"outcome": "infra_error"})
+    failed = last.model_copy(update={"outcome": "infra_error", "score": None, "trajectory": lost})
     failed.attach({"notes.txt": "what the tools made"})
     source.append(failed)
+    # An episode whose judge failed was played: it is graded again, not copied.
+    unjudged = source.latest_by_key()["openai/fake|math|1|0"]
+    source.append(unjudged.model_copy(update={"outcome": "judge_error", "score": None}))
     summary = asyncio.run(rescore_run(results, old_id))
     assert summary.not_scored == 1 and summary.regraded == 5
+    assert scores(results, summary.run_id)["openai/fake|math|1|0"] == 0.0
     new = RunDir(results / summary.run_id)
     copied = new.latest_by_key()["openai/fake|math|2|0"]
     assert copied.outcome == "infra_error" and copied.score is None
