@@ -24,9 +24,9 @@ back once removed. The number of places adapts to the host instead of being fixe
 ``max_sandboxes``
     The user's ceiling (``sandbox.max_sandboxes``), never exceeded.
 
-One sandbox may always start when none of ours is alive, so a run on a small host makes
-progress: the sandbox's own limit holds it, and Docker's sandboxes are the OOM killer's
-first choice (:mod:`gem_eval.sandbox.container_init`).
+One sandbox may always start when none of ours is alive: a run on a host too small for
+one sandbox at its declared limit plays its episodes one at a time (what a sandbox really
+uses is usually far less) instead of waiting for ever.
 """
 
 from __future__ import annotations
@@ -41,7 +41,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from gem_eval.records import SandboxSpec
-from gem_eval.sandbox.host import HostReader
+from gem_eval.sandbox.host import HostReader, Memory
 from gem_eval.sandbox.policy import memory_bytes
 
 GIB = 2**30
@@ -186,7 +186,7 @@ class HostCapacity:
         self._successes += 1
         if self._successes >= self._adaptive:
             self._adaptive, self._successes = self._adaptive + 1, 0
-            others = self._limits(with_adaptive=False)
+            others = self._limits(self.host.memory(), with_adaptive=False)
             if others and self._adaptive > min(others.values()):
                 self._adaptive = None
             self._signal()
@@ -196,9 +196,9 @@ class HostCapacity:
 
     def snapshot(self) -> CapacitySnapshot:
         """The places now, in sandboxes of the last size asked for."""
-        limits = self._limits()
-        reason = min(limits, key=lambda k: limits[k]) if limits else "cpu"
         memory = self.host.memory()
+        limits = self._limits(memory)
+        reason = min(limits, key=lambda k: limits[k])
         return CapacitySnapshot(
             live=self.live,
             limit=limits.get(reason, 1),
@@ -243,12 +243,12 @@ class HostCapacity:
             return "engine errors"
         if self._cpus + cpus > self.cpu_factor * self._cores_now():
             return "cpu"
-        budget = self._budget()
+        budget = self._budget(self.host.memory())
         if budget is not None and self._memory + memory > budget:
             return "memory"
         return None
 
-    def _limits(self, with_adaptive: bool = True) -> dict[str, int]:
+    def _limits(self, reading: Memory | None, with_adaptive: bool = True) -> dict[str, int]:
         """How many sandboxes of the last size each limit allows, this moment."""
         memory, cpus = self._need
         out: dict[str, int] = {}
@@ -258,14 +258,14 @@ class HostCapacity:
             out["engine errors"] = self._adaptive
         spare_cpus = self.cpu_factor * self._cores_now() - self._cpus
         out["cpu"] = max(1, self.live + int(spare_cpus // max(cpus, 1e-3)))
-        budget = self._budget()
+        budget = self._budget(reading)
         if budget is not None and memory > 0:
             out["memory"] = max(1, self.live + max(0, budget - self._memory) // memory)
         return out
 
-    def _budget(self) -> int | None:
-        """Declared memory the live sandboxes may add up to (``None``: unknown)."""
-        memory = self.host.memory()
+    def _budget(self, memory: Memory | None) -> int | None:
+        """Declared memory the live sandboxes may add up to, by the reading ``memory``
+        (``None``: unknown)."""
         if memory is None:
             return None
         if self._memory == 0 or self._baseline is None:  # none of ours alive: exact
@@ -275,10 +275,10 @@ class HostCapacity:
         return min(self._baseline, memory.available + self._memory) - self._reserve_bytes()
 
     def _reserve_bytes(self) -> int:
-        if self._reserve is not None:
-            return self._reserve
-        memory = self.host.memory()
-        return GIB if memory is None else min(GIB, memory.total // 10)
+        if self._reserve is None:  # the total does not change: read it once
+            memory = self.host.memory()
+            self._reserve = GIB if memory is None else min(GIB, memory.total // 10)
+        return self._reserve
 
     def _cores_now(self) -> float:
         if self._cores is None:

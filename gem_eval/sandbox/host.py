@@ -40,17 +40,22 @@ class HostReader:
     def __init__(self, root: str | Path = "/", cores: int | None = None) -> None:
         self.root = Path(root)
         self.cores = cores
+        self._files: tuple[str, str, str, str] | tuple[()] | None = None
 
     def memory(self) -> Memory | None:
         """The memory we may use now; ``None`` when ``/proc/meminfo`` cannot be read."""
-        info = _key_values(self.root / "proc" / "meminfo")
+        info = _key_values(self.root / "proc" / "meminfo", ("MemTotal", "MemAvailable"))
         if "MemTotal" not in info or "MemAvailable" not in info:
             return None
         total, available = info["MemTotal"] * 1024, info["MemAvailable"] * 1024
-        group = self._cgroup_memory()
-        if group is not None:
-            limit, used = group
-            total, available = min(total, limit), min(available, max(0, limit - used))
+        if self._files is None:  # our cgroup does not move: find its files once
+            self._files = self._cgroup_memory_files()
+        limit_file, used_file, stat_file, cache_key = self._files or ("", "", "", "")
+        limit = _number(Path(limit_file)) if limit_file else None
+        if limit is not None and limit < total:  # else no limit of its own
+            used = _number(Path(used_file)) or 0
+            cache = _key_values(Path(stat_file), (cache_key,)).get(cache_key, 0)
+            total, available = limit, min(available, max(0, limit - max(0, used - cache)))
         return Memory(total=total, available=available)
 
     def cpus(self) -> float:
@@ -59,23 +64,26 @@ class HostReader:
         quota = self._cgroup_cpus()
         return float(cores) if quota is None else min(float(cores), quota)
 
-    def _cgroup_memory(self) -> tuple[int, int] | None:
-        """Our cgroup's memory limit and use (less inactive page cache), if it has a limit."""
+    def _cgroup_memory_files(self) -> tuple[str, str, str, str] | tuple[()]:
+        """Our cgroup's limit, use and statistics files, and the statistic that counts
+        page cache it can drop (``()``: no memory cgroup)."""
         v2 = self._group("")
         if v2 is not None and (v2 / "memory.max").exists():
-            limit = _number(v2 / "memory.max")
-            used = _number(v2 / "memory.current")
-            cache = _key_values(v2 / "memory.stat").get("inactive_file", 0)
-        else:
-            v1 = self._group("memory")
-            if v1 is None:
-                return None
-            limit = _number(v1 / "memory.limit_in_bytes")
-            used = _number(v1 / "memory.usage_in_bytes")
-            cache = _key_values(v1 / "memory.stat").get("total_inactive_file", 0)
-        if limit is None or used is None:  # "max", or unreadable: no limit of its own
-            return None
-        return limit, max(0, used - cache)
+            return (
+                str(v2 / "memory.max"),
+                str(v2 / "memory.current"),
+                str(v2 / "memory.stat"),
+                "inactive_file",
+            )
+        v1 = self._group("memory")
+        if v1 is None:
+            return ()
+        return (
+            str(v1 / "memory.limit_in_bytes"),
+            str(v1 / "memory.usage_in_bytes"),
+            str(v1 / "memory.stat"),
+            "total_inactive_file",
+        )
 
     def _cgroup_cpus(self) -> float | None:
         """Our cgroup's CPU quota in CPUs, if it has one."""
@@ -129,11 +137,14 @@ def _number(path: Path) -> int | None:
     return value if value >= 0 else None
 
 
-def _key_values(path: Path) -> dict[str, int]:
-    """``key value`` or ``Key: value kB`` lines (``memory.stat``, ``meminfo``) as integers."""
+def _key_values(path: Path, wanted: tuple[str, ...] = ()) -> dict[str, int]:
+    """``key value`` or ``Key: value kB`` lines (``memory.stat``, ``meminfo``) as integers;
+    with ``wanted``, reading stops once those are found."""
     out: dict[str, int] = {}
     for line in _text(path).splitlines():
         fields = line.replace(":", " ").split()
         if len(fields) >= 2 and fields[1].isdigit():
             out[fields[0]] = int(fields[1])
+            if wanted and all(k in out for k in wanted):
+                break
     return out
