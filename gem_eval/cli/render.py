@@ -182,6 +182,13 @@ def run_summary(results_dir: Any, run_id: str, summary: Any) -> None:
         print_whole(summary_table(summarize(frame, by=("model", "task_id")), title=title))
     for line in outcome_lines(summary.outcomes, summary.first_errors):
         console.print(line, markup=False)
+    if summary.cache is not None:
+        hits, misses = summary.cache.get("hits", 0), summary.cache.get("misses", 0)
+        console.print(
+            f"response cache: {hits} replies from the cache, {misses} model calls made "
+            "(stored for next time)",
+            markup=False,
+        )
     if summary.gave_up:
         console.print(
             f"  {summary.gave_up} of them had their last attempt (--max-attempts): "

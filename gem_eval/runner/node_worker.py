@@ -22,14 +22,22 @@ class NodeWorker:
     Args:
         model_factory: Builds each model (its spec carries this node's connection share).
         provisioner_args: The run's :class:`Provisioner` settings.
+        cache: Use the response cache (``--cache``): this node's own, under its
+            ``GEM_EVAL_CACHE`` (a cache root on a shared file system serves every node).
     """
 
     def __init__(
-        self, model_factory: Callable[[ModelSpec], Any], provisioner_args: dict[str, Any]
+        self,
+        model_factory: Callable[[ModelSpec], Any],
+        provisioner_args: dict[str, Any],
+        cache: bool = False,
     ) -> None:
+        from gem_eval.models.response_cache import ResponseCache
+
         self.lines: list[str] = []  # setup lines (images built), handed to the driver
         provisioner = Provisioner(**provisioner_args, log=self.lines.append)
-        self.executor = LocalExecutor(model_factory, provisioner)
+        self.cache = ResponseCache() if cache else None
+        self.executor = LocalExecutor(model_factory, provisioner, cache=self.cache)
 
     async def check(self, tasks: list[TaskSpec]) -> None:
         """This node's tools and engines can serve the tasks (else ``UserError``)."""
@@ -54,5 +62,12 @@ class NodeWorker:
     async def describe(self) -> dict[str, Any]:
         return self.executor.describe()
 
+    async def cache_counts(self) -> dict[str, int] | None:
+        return self.executor.cache_counts()
+
     async def aclose(self) -> None:
-        await self.executor.aclose()
+        try:
+            await self.executor.aclose()
+        finally:
+            if self.cache is not None:
+                self.cache.close()

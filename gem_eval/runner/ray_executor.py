@@ -63,6 +63,8 @@ class RayExecutor(Executor):
         concurrency: The run's episodes in flight: a model's connection cap unless
             its spec says otherwise, split between the nodes.
         log: Hears each node's setup lines (images built), prefixed with the node.
+        cache: Use the response cache (each node its own: see
+            :class:`~gem_eval.runner.node_worker.NodeWorker`).
     """
 
     def __init__(
@@ -76,8 +78,11 @@ class RayExecutor(Executor):
         no_network: bool = False,
         concurrency: int = 64,
         log: Callable[[str], None] | None = None,
+        cache: bool = False,
     ) -> None:
         self.model_factory = model_factory
+        self.cache = cache
+        self._cache_counts: dict[str, int] | None = None
         self.address = address
         self.provisioner_args: dict[str, Any] = {
             "run_id": run_id,
@@ -116,7 +121,7 @@ class RayExecutor(Executor):
                 num_cpus=0,
                 max_concurrency=10_000,
                 scheduling_strategy=NodeAffinitySchedulingStrategy(node, soft=False),
-            ).remote(self.model_factory, self.provisioner_args)
+            ).remote(self.model_factory, self.provisioner_args, self.cache)
         shares = [_share(m, self.concurrency, len(nodes)) for m in models]
         await self._each("check", self.tasks)
         await self._each("start", shares)
@@ -158,6 +163,11 @@ class RayExecutor(Executor):
     def describe(self) -> dict[str, Any]:
         return self._described
 
+    def cache_counts(self) -> dict[str, int] | None:
+        """The nodes' response-cache hits and misses, summed (known after :meth:`aclose`;
+        a lost node's are lost with it)."""
+        return self._cache_counts
+
     async def aclose(self) -> None:
         if self._ray is None:
             return
@@ -165,6 +175,11 @@ class RayExecutor(Executor):
         try:
             live = {n: w for n, w in self.workers.items() if n not in self.lost}
             described = await _gather(ray, {n: w.describe.remote() for n, w in live.items()})
+            if self.cache:
+                counts = await _gather(ray, {n: w.cache_counts.remote() for n, w in live.items()})
+                self._cache_counts = dict(
+                    sum((Counter(c) for c in counts.values() if isinstance(c, dict)), Counter())
+                )
             closed = await _gather(ray, {n: w.aclose.remote() for n, w in live.items()})
             self._described = _merge([d for d in described.values() if isinstance(d, dict)])
             about: dict[str, Any] = {"nodes": {n[:8]: self.played[n] for n in self.workers}}

@@ -51,6 +51,8 @@ class RunSummary:
         gave_up: Episodes recorded on their last attempt in a capped outcome: no
             ``--resume`` plays them again.
         cost_usd: What the run has cost, earlier sessions included.
+        cache: This session's response-cache ``hits`` and ``misses`` (``--cache``;
+            ``None``: no cache).
     """
 
     status: RunStatus
@@ -60,6 +62,7 @@ class RunSummary:
     gave_up: int = 0
     cost_usd: float = 0.0
     skipped: int = 0
+    cache: dict[str, int] | None = None
 
     @property
     def exit_code(self) -> int:

@@ -215,6 +215,11 @@ async def execute_run(
     factory = model_factory or functools.partial(
         default_model_factory, concurrency=options.concurrency
     )
+    cache = None
+    if options.cache and executor is None and not on_ray:
+        from gem_eval.models.response_cache import ResponseCache
+
+        cache = ResponseCache()
     if executor is None and on_ray:
         from gem_eval.runner.ray_executor import RayExecutor
 
@@ -227,6 +232,7 @@ async def execute_run(
             no_network=options.no_network,
             concurrency=options.concurrency,
             log=log,
+            cache=options.cache,
         )
     if executor is None:
         provisioner = Provisioner(
@@ -236,7 +242,7 @@ async def execute_run(
             no_network=options.no_network,
             log=log,
         )
-        executor = LocalExecutor(factory, provisioner)
+        executor = LocalExecutor(factory, provisioner, cache=cache)
         for sink in sinks:  # the progress display shows the sandboxes' limit
             show = getattr(sink, "sandboxes", None)
             if show is not None:
@@ -268,7 +274,12 @@ async def execute_run(
     else:
         manifest.status, manifest.error = summary.status, summary.failure()
     finally:
-        await executor.aclose()
+        try:
+            await executor.aclose()
+        finally:
+            if cache is not None:
+                cache.close()
+        _count_cache(manifest, runner.summary, executor.cache_counts())
         manifest.resources = executor.describe() or manifest.resources
         if runner.summary.status == "interrupted":
             manifest.status = "interrupted"
@@ -282,6 +293,18 @@ async def execute_run(
             # stays whole and says "running", which --resume handles.
         record.close(manifest)
     return summary
+
+
+def _count_cache(
+    manifest: RunManifest, summary: RunSummary, counts: dict[str, int] | None
+) -> None:
+    """This session's response-cache hits and misses, in the summary; the run's (every
+    session's) in ``manifest.extra["cache"]``."""
+    if counts is None:
+        return
+    summary.cache = dict(counts)
+    total = manifest.extra.get("cache") or {}
+    manifest.extra["cache"] = {k: total.get(k, 0) + counts.get(k, 0) for k in ("hits", "misses")}
 
 
 class _Recorder:
