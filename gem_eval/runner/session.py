@@ -93,6 +93,12 @@ def plan_run(
     if resume is not None:
         run_dir = RunDir.open(results_dir, resume)
         manifest = run_dir.read_manifest()
+        imported = manifest.extra.get("imported")
+        if imported:
+            raise UserError(
+                f"run {manifest.run_id} was imported from {imported.get('source')} "
+                f"({imported.get('path')}): gem-eval cannot play it on"
+            )
         request = request or ResumeRequest()
         if request.suite is not None and request.suite not in _suite_names(manifest):
             raise UserError(
@@ -295,9 +301,7 @@ async def execute_run(
     return summary
 
 
-def _count_cache(
-    manifest: RunManifest, summary: RunSummary, counts: dict[str, int] | None
-) -> None:
+def _count_cache(manifest: RunManifest, summary: RunSummary, counts: dict[str, int] | None) -> None:
     """This session's response-cache hits and misses, in the summary; the run's (every
     session's) in ``manifest.extra["cache"]``."""
     if counts is None:

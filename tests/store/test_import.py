@@ -621,3 +621,12 @@ def test_a_directory_of_inspect_logs_imports_each(tmp_path: Path) -> None:
     runs = import_results(logs, tmp_path / "results")
     models = {load(tmp_path / "results", r)[0].models[0].name for r in runs}
     assert models == {"openai/gpt-x", "anthropic/claude-y"}
+
+
+def test_an_imported_run_cannot_be_resumed(tmp_path: Path) -> None:
+    from gem_eval.runner.session import RunOptions, plan_run
+
+    results = tmp_path / "results"
+    [run_id] = import_results(write_inspect_json(tmp_path / "log.json"), results)
+    with pytest.raises(UserError, match=r"imported from inspect_ai .*cannot play it on"):
+        plan_run(None, [], RunOptions(), results, resume=run_id)
