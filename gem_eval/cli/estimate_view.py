@@ -106,6 +106,8 @@ def usd(amount: Amount) -> str:
 def duration(amount: Amount) -> str:
     if amount.value is None:
         return _missing(amount)
+    if 0 < amount.value < 0.5:
+        return f"{BOUND if amount.bound else ''}<1s"
     seconds = round(amount.value)
     hours, rest = divmod(seconds, 3600)
     minutes, secs = divmod(rest, 60)
