@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import random
+import uuid
 from pathlib import Path
 from typing import Any
 
@@ -287,34 +288,34 @@ def test_another_pools_idle_warm_sandboxes_make_room(tmp_path: Path) -> None:
 # -- a run's Provisioner held to it, with real bubblewrap sandboxes ----------------------
 
 
-def test_the_provisioner_keeps_to_a_limit_from_a_small_host(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def most_alive_on_a_small_host(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, kind: type[Any], spec: SandboxSpec
+) -> tuple[int, dict[str, Any]]:
+    """Six episodes at once through a Provisioner on a fake 4 GiB machine (0.4 GiB
+    reserve) with 2.5 GiB free: the most sandboxes of ``kind`` alive at once (counted from
+    the start of each to the end of its removal) and the manifest's capacity."""
     from gem_eval.records import TaskSpec
     from gem_eval.runner.provision import Provisioner
-    from gem_eval.sandbox.local import LocalSandbox
 
     alive: set[int] = set()
     most = 0
-    start, close = LocalSandbox.start, LocalSandbox.close
+    start, close = kind.start, kind.close
 
-    async def counted_start(self: LocalSandbox) -> None:
+    async def counted_start(self: Any) -> None:
         nonlocal most
         alive.add(id(self))  # alive from its start: it may take memory from then on
         most = max(most, len(alive))
         await start(self)
 
-    async def counted_close(self: LocalSandbox) -> None:
+    async def counted_close(self: Any) -> None:
         await close(self)
         alive.discard(id(self))
 
-    monkeypatch.setattr(LocalSandbox, "start", counted_start)
-    monkeypatch.setattr(LocalSandbox, "close", counted_close)
-    # A 4 GiB machine (0.4 GiB reserve) with 2.5 GiB free holds two 1 GiB sandboxes,
-    # though the local kind's default would keep eight in use and as many warm.
+    monkeypatch.setattr(kind, "start", counted_start)
+    monkeypatch.setattr(kind, "close", counted_close)
     capacity = HostCapacity(host(tmp_path, total=4, available=2.5, cores=2), poll_s=0.01)
-    provisioner = Provisioner(capacity=capacity)
-    task = TaskSpec(id="t", env_id="none", sandbox=SandboxSpec(type="local", memory="1g"))
+    provisioner = Provisioner(f"test-capacity-{uuid.uuid4().hex[:8]}", capacity=capacity)
+    task = TaskSpec(id="t", env_id="none", sandbox=spec)
 
     async def episode() -> str:
         async with provisioner.episode(task) as (_, sandbox):
@@ -324,13 +325,37 @@ def test_the_provisioner_keeps_to_a_limit_from_a_small_host(
 
     async def scenario() -> list[str]:
         try:
-            return await asyncio.wait_for(asyncio.gather(*(episode() for _ in range(6))), 60)
+            return await asyncio.wait_for(asyncio.gather(*(episode() for _ in range(6))), 120)
         finally:
             await provisioner.aclose()
 
     assert asyncio.run(scenario()) == ["ok"] * 6
-    assert most == 2 and not alive
-    described = provisioner.describe()["capacity"]
+    assert not alive
+    return most, provisioner.describe()["capacity"]
+
+
+def test_the_provisioner_keeps_to_a_limit_from_a_small_host(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from gem_eval.sandbox.local import LocalSandbox
+
+    # Two 1 GiB sandboxes fit, though the local kind's default would keep eight in use
+    # and as many warm.
+    spec = SandboxSpec(type="local", memory="1g")
+    most, described = most_alive_on_a_small_host(tmp_path, monkeypatch, LocalSandbox, spec)
+    assert most == 2
+    assert (described["limit"], described["reason"], described["peak_live"]) == (2, "memory", 2)
+
+
+@pytest.mark.docker
+def test_the_provisioner_keeps_containers_to_a_limit_from_a_small_host(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from gem_eval.sandbox.docker import DockerSandbox
+
+    spec = SandboxSpec(type="docker", memory="1g")  # Docker's default: four in use, four warm
+    most, described = most_alive_on_a_small_host(tmp_path, monkeypatch, DockerSandbox, spec)
+    assert most == 2
     assert (described["limit"], described["reason"], described["peak_live"]) == (2, "memory", 2)
 
 
