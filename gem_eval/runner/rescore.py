@@ -1,17 +1,18 @@
 """Re-scoring: grade a recorded run's episodes again without calling the model.
 
 ``rescore_run`` writes a new run (the original is never touched) with the same suite,
-suite hash, models and episode keys, so that leaderboards and ``compare`` put the two side
-by side; its manifest says where it came from (``extra["rescored_from"]``). For the last
-record of each episode:
+suite hash, models and episode keys (see :mod:`gem_eval.runner.rescored_run`). For the
+last record of each episode:
 
-* not scored (``infra_error``, ``cancelled`` ...): copied as it is; it is still to be
-  played (``gem-eval run --resume NEW_RUN`` plays it, with the model);
+* not played to its end (``infra_error``, ``cancelled`` ...): copied as it is; it is
+  still to be played (``gem-eval run --resume NEW_RUN`` plays it, with the model); one
+  whose judge failed (``judge_error``) was played: it is replayed and judged again;
 * a hosted task's (terminal, MCP): graded on the final state of its container, which is
   not kept, so it cannot be re-scored: copied with its score and reported;
 * otherwise replayed through a fresh env, the same tools and the same agent loop, the
   model's recorded outputs answering each turn (:mod:`gem_eval.runner.replay`), and
-  scored with the task's scorer or ``scorer``. A replay that leaves the recorded episode
+  scored with the task's scorer or ``scorer`` (a judge, for tasks scored by one, is
+  called: only the judged models are not). A replay that leaves the recorded episode
   (the env asks for another turn, or says something else than it did) keeps its old
   score and is reported as diverged; one that fails (no sandbox) keeps it too.
 """
@@ -20,27 +21,26 @@ from __future__ import annotations
 
 import asyncio
 import os
-import platform
-import sqlite3
-import time
 from collections import Counter
-from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from gem_eval._version import __version__
 from gem_eval.errors import UserError
 from gem_eval.judge import JudgeSpec
 from gem_eval.outcomes import is_scored
 from gem_eval.records import EpisodeRecord, EpisodeSpec, RunManifest, RunStatus, Scorer, TaskSpec
 from gem_eval.runner.provision import Provisioner
 from gem_eval.runner.replay import ReplayExecutor, divergence, is_hosted
+from gem_eval.runner.rescored_run import (
+    Progress,
+    RecordWriter,
+    close_run,
+    mean_scores,
+    new_manifest,
+)
 from gem_eval.runner.runner import Runner
-from gem_eval.store import Index, RunDir, new_run_id
-
-Progress = Callable[[int, int], None]
-"""Hears ``(episodes written, episodes in all)`` after each record of the new run."""
+from gem_eval.store import RunDir, new_run_id
 
 
 @dataclass
@@ -120,9 +120,16 @@ async def rescore_run(
         executor.check(used)
         await executor.start(old.models)
         await executor.prepare(used)
-        new = RunDir.create(results_dir, _manifest(old, summary, tasks))
-        write = _Writer(new, source, len(records), progress)
-        write.extend(kept.values())
+        origin = {
+            "run_id": old.run_id,
+            "scorer": scorer,
+            "judge": summary.judge,
+            "gem_eval_version": old.gem_eval_version,
+        }
+        manifest = new_manifest(old, summary.run_id, [tasks[t.id] for t in old.tasks], origin)
+        new = RunDir.create(results_dir, manifest)
+        write = RecordWriter(new, source, len(records), progress)
+        write.copy_all(kept.values())
         runner = Runner(
             summary.run_id,
             executor,
@@ -135,7 +142,7 @@ async def rescore_run(
             left = [r for k, r in replayed.items() if k not in write.keys]
             for record in left:
                 summary.failed[record.key] = f"not replayed: {result.stopped_by}"
-            write.extend(left)
+            write.copy_all(left)
     except BaseException as exc:
         stopped = isinstance(exc, asyncio.CancelledError | KeyboardInterrupt)
         summary.status = "interrupted" if stopped else "failed"
@@ -143,7 +150,9 @@ async def rescore_run(
     finally:
         await executor.aclose()
         if new is not None:
-            _finish(new, summary, records.values())
+            summary.status = close_run(new, summary.status, _facts(summary))
+            summary.new_means = mean_scores(new.latest_by_key().values())
+            summary.old_means = mean_scores(records.values())
     return summary
 
 
@@ -237,75 +246,12 @@ def _provisioner(old: RunManifest, run_id: str) -> Provisioner:
     )
 
 
-def _manifest(old: RunManifest, summary: RescoreSummary, tasks: dict[str, TaskSpec]) -> RunManifest:
-    from gem_eval.runner.session import _git_commit
-
-    origin = {
-        "run_id": old.run_id,
-        "scorer": summary.scorer,
-        "judge": summary.judge,
-        "gem_eval_version": old.gem_eval_version,
-    }
-    return old.model_copy(
-        update={
-            "run_id": summary.run_id,
-            "tasks": [tasks[t.id] for t in old.tasks],
-            "gem_eval_version": __version__,
-            "git_commit": _git_commit(),
-            "host": platform.node(),
-            "started_at": time.time(),
-            "finished_at": None,
-            "status": "running",
-            "error": None,
-            "sessions": [],
-            "extra": {**old.extra, "rescored_from": origin},
-        },
-        deep=True,
-    )
-
-
-class _Writer:
-    """Appends the new run's records (copies carry their attachments along)."""
-
-    def __init__(self, new: RunDir, source: RunDir, total: int, progress: Progress | None):
-        self.new, self.source, self.total, self.progress = new, source, total, progress
-        self.written = 0
-        self.keys: set[str] = set()
-
-    def extend(self, records: Iterable[EpisodeRecord]) -> None:
-        batch = [self.copy(r) for r in records]
-        self.new.extend(batch)
-        self._advance(batch)
-
-    def append(self, record: EpisodeRecord) -> None:
-        self.new.append(record)
-        self._advance([record])
-
-    def copy(self, record: EpisodeRecord) -> EpisodeRecord:
-        """``record`` as a record of the new run, with its attached files."""
-        out = record.model_copy(update={"run_id": self.new.run_id, "attachments": []})
-        out.take_files()  # a shallow copy shares the pending files: start afresh
-        files = {}
-        for name in record.attachments:
-            path = self.source.path / name
-            if path.is_file():
-                files[Path(name).name] = path.read_text()
-        out.attach(files)
-        return out
-
-    def _advance(self, records: list[EpisodeRecord]) -> None:
-        self.written += len(records)
-        self.keys.update(r.key for r in records)
-        if self.progress is not None and records:
-            self.progress(self.written, self.total)
-
-
 def _settle(
     new: EpisodeRecord,
     old: EpisodeRecord,
     executor: ReplayExecutor,
     summary: RescoreSummary,
-    write: _Writer,
+    write: RecordWriter,
 ) -> None:
     """Record one replay: its new grade, or the old record when the replay diverged or
     failed (a replay stopped by Ctrl-C is not recorded)."""
@@ -316,18 +262,18 @@ def _settle(
     why = divergence(old.trajectory, new.trajectory, replay) if new.trajectory else None
     if why is not None:
         summary.diverged[new.key] = why
-        write.append(write.copy(old))
+        write.copy(old)
         return
     if not new.scored:
         error = new.trajectory.error if new.trajectory else None
         summary.failed[new.key] = f"{new.outcome}: {error}" if error else new.outcome
-        write.append(write.copy(old))
+        write.copy(old)
         return
     summary.regraded += 1
     summary.changed += new.score != old.score
     if new.trajectory is not None:  # a replay's own timing says nothing of the episode
         new.trajectory.duration_s = old.trajectory.duration_s
-    write.append(
+    write.add(
         new.model_copy(
             update={
                 "latency_s": old.latency_s,
@@ -338,15 +284,9 @@ def _settle(
     )
 
 
-def _finish(new: RunDir, summary: RescoreSummary, source: Iterable[EpisodeRecord]) -> None:
-    """Close the new run: its status, the means, the index."""
-    records = list(new.latest_by_key().values())
-    if summary.status != "interrupted" and any(not r.scored for r in records):
-        summary.status = "incomplete"  # the original's unscored episodes are still to play
-    manifest = new.read_manifest()
-    manifest.status, manifest.finished_at = summary.status, time.time()
-    origin = manifest.extra["rescored_from"]
-    origin |= {
+def _facts(summary: RescoreSummary) -> dict[str, Any]:
+    """What the re-scoring did, for the new run's manifest."""
+    return {
         "regraded": summary.regraded,
         "changed": summary.changed,
         "kept_hosted": sum(summary.kept_hosted.values()),
@@ -354,23 +294,6 @@ def _finish(new: RunDir, summary: RescoreSummary, source: Iterable[EpisodeRecord
         "diverged": summary.diverged,
         "failed": summary.failed,
     }
-    new.write_manifest(manifest)
-    summary.new_means = _means(records)
-    summary.old_means = _means(source)
-    try:
-        with Index.for_root(new.path.parent) as index:
-            index.sync_run(new)
-    except sqlite3.Error:
-        pass  # the run directory holds everything; `results reindex` rebuilds the index
-
-
-def _means(records: Iterable[EpisodeRecord]) -> dict[str, float | None]:
-    scores: dict[str, list[float]] = {}
-    for r in records:
-        scores.setdefault(r.model, [])
-        if r.scored and r.score is not None:
-            scores[r.model].append(r.score)
-    return {m: (sum(s) / len(s) if s else None) for m, s in scores.items()}
 
 
 def _nothing_to_do(run_id: str, summary: RescoreSummary) -> str:
