@@ -227,7 +227,7 @@ def test_history_of_the_same_suite_hash_is_preferred_and_other_suites_ignored(
     record_run(tmp_path, "elsewhere", [{"input_tokens": 9}], suite="another", started_at=3)
     kwargs: dict[str, Any] = {"results_dir": tmp_path, "concurrency": 1, "suite": "est"}
     [row] = estimate_run(specs_for(1), suite_hash="h1", **kwargs).rows
-    assert (row.input_tokens, row.source) == (Amount(200.0), "history: 1 episodes of run same")
+    assert (row.input_tokens, row.source) == (Amount(200.0), "history: 1 episode of run same")
     [row] = estimate_run(specs_for(1), suite_hash="h2", **kwargs).rows
     assert row.input_tokens == Amount(600.0)
     assert row.source == "history: 2 episodes of 2 runs (latest same), suite hash differs"
@@ -408,7 +408,7 @@ def test_the_table_marks_ceilings_unbounded_and_unknown_figures(tmp_path: Path) 
         next(line for line in text.splitlines() if f" {task} " in line)
         for task in ("guess", "fresh", "capped")
     )
-    assert "1,234" in guess and "≤" not in guess and "history: 1 episodes of run r1" in guess
+    assert "1,234" in guess and "≤" not in guess and "history: 1 episode of run r1" in guess
     assert "≤ 6" in fresh and "unbounded" in fresh  # calls bounded, output not
     assert "≤ 27" in capped  # 3 calls of 9 tokens at most
     assert "unknown" in capped  # no price

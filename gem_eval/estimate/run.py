@@ -252,7 +252,7 @@ def _from_history(
         wall_s=work.scaled(1 / parallel),
         work_s=work,
         parallel=parallel,
-        source=f"history: {n} episodes of {which}{same}",
+        source=f"history: {n} episode{'s' * (n != 1)} of {which}{same}",
         price_note=price_note,
     )
 
