@@ -71,7 +71,8 @@ class JudgeSpec(BaseModel):
         grades: Each grade the judge may give, and its score.
         grade_pattern: A regex whose first group is the grade, searched in the reply
             (case-insensitive, one line at a time: ``^`` and ``$`` match at lines).
-        generation: The judge's generation settings (``temperature: 0`` by default).
+        generation: The judge's generation settings, over ``temperature: 0`` (a
+            judge that samples would grade one answer two ways).
         max_attempts: Replies asked for in all while none holds a grade.
         max_retries, timeout_s, max_connections: The judge's call policy, as a model's.
     """
@@ -85,7 +86,7 @@ class JudgeSpec(BaseModel):
     instructions: str | None = None
     grades: dict[str, float] = Field(default_factory=lambda: dict(DEFAULT_GRADES))
     grade_pattern: str = r"GRADE\s*:\s*\**\s*([A-Za-z]+)"
-    generation: dict[str, Any] = Field(default_factory=lambda: {"temperature": 0.0})
+    generation: dict[str, Any] = Field(default_factory=dict)
     max_attempts: int = Field(default=2, ge=1)
     max_retries: int | None = Field(default=None, ge=0)
     timeout_s: float | None = Field(default=None, gt=0)
@@ -223,7 +224,7 @@ async def judge_answer(
     if not answer.strip() and "{transcript}" not in spec.rubric:
         verdict.score, verdict.explanation = min(spec.grades.values()), NO_ANSWER
         return verdict
-    config = GenerateConfig(**_settings(spec.generation))
+    config = GenerateConfig(**_settings({"temperature": 0.0, **spec.generation}))
     messages: list[Message] = [
         {"role": "user", "content": spec.render(question, answer, target, transcript)}
     ]

@@ -196,7 +196,8 @@ def _play(spec: EpisodeSpec, cache: ResponseCache | None = None) -> EpisodeRecor
 def test_an_episode_is_scored_by_its_judge(openai_server: FakeOpenAIServer) -> None:
     usage = {"prompt_tokens": 101, "completion_tokens": 7, "total_tokens": 108}
     openai_server.handler = _both(Reply("She did.\nGRADE: C", usage=usage))
-    record = _play(_qa_spec(openai_server, _judge_spec(openai_server)))
+    judge = _judge_spec(openai_server, generation={"max_tokens": 64})
+    record = _play(_qa_spec(openai_server, judge))
     assert record.outcome == "completed" and record.score == 1.0 and record.success
     assert record.trajectory is not None and not record.trajectory.success  # the env's own
     verdict = record.judge
@@ -208,7 +209,7 @@ def test_an_episode_is_scored_by_its_judge(openai_server: FakeOpenAIServer) -> N
     [judge_request] = [r.body for r in openai_server.requests if r.body["model"] == "judge"]
     prompt = judge_request["messages"][0]["content"]
     assert QUESTION in prompt and "designed by Odile Marchetti." in prompt and GOLD in prompt
-    assert judge_request["temperature"] == 0.0
+    assert (judge_request["temperature"], judge_request["max_tokens"]) == (0.0, 64)  # over t=0
     # The record round-trips with its verdict (episodes.jsonl).
     again = EpisodeRecord.model_validate_json(record.model_dump_json())
     assert again.judge == verdict
