@@ -78,7 +78,9 @@ def rescore(
         )
     except (KeyboardInterrupt, asyncio.CancelledError):
         progress.stop()
-        render.console.print("interrupted: the new run holds the episodes re-scored so far")
+        render.console.print(
+            "interrupted: in the new run, the episodes not re-scored yet keep their recorded score"
+        )
         raise typer.Exit(130) from None
     progress.stop()
     _print_summary(summary)

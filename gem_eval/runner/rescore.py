@@ -138,11 +138,14 @@ async def rescore_run(
         )
         result = await runner.run(specs)
         summary.status = "interrupted" if result.status == "interrupted" else "finished"
-        if summary.status == "finished":  # the runner stopped early: keep what it left
-            left = [r for k, r in replayed.items() if k not in write.keys]
-            for record in left:
-                summary.failed[record.key] = f"not replayed: {result.stopped_by}"
-            write.copy_all(left)
+        # Stopped early (Ctrl-C, or an episode that stops runs): the episodes left keep
+        # their recorded grade, so that the new run holds every episode and no `--resume`
+        # plays one of them with the model.
+        why = "interrupted" if summary.status == "interrupted" else result.stopped_by
+        left = [r for k, r in replayed.items() if k not in write.keys]
+        for record in left:
+            summary.failed[record.key] = f"not replayed: {why}"
+        write.copy_all(left)
     except BaseException as exc:
         stopped = isinstance(exc, asyncio.CancelledError | KeyboardInterrupt)
         summary.status = "interrupted" if stopped else "failed"

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import time
 from pathlib import Path
 from typing import Any
 
@@ -278,3 +279,34 @@ def test_a_hosted_task_keeps_its_score_and_is_reported(tmp_path: Path) -> None:
     original = RunDir(results / plan.manifest.run_id).latest_by_key()
     kept, before = new["oracle|tb|0|0"], original["oracle|tb|0|0"]
     assert kept.score == 1.0 and kept.trajectory == before.trajectory
+
+
+def test_an_interrupted_rescoring_keeps_the_recorded_grade_of_the_rest(
+    recorded: tuple[Path, str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    results, old_id = recorded
+
+    def slow(self: MathEnv, extracted: str) -> Grade:
+        time.sleep(0.2)  # a slow grader, so that Ctrl-C finds a replay in flight
+        return Grade(True, 1.0)
+
+    monkeypatch.setattr(MathEnv, "grade", slow)
+
+    async def interrupted() -> RescoreSummary:
+        first = asyncio.Event()
+        task = asyncio.create_task(
+            rescore_run(results, old_id, concurrency=1, progress=lambda done, total: first.set())
+        )
+        await first.wait()
+        task.cancel()  # as Ctrl-C does
+        return await task
+
+    summary = asyncio.run(interrupted())
+    new = RunDir(results / summary.run_id)
+    assert summary.status == new.read_manifest().status == "interrupted"
+    assert summary.regraded == 1 and len(summary.failed) == 5
+    assert set(summary.failed.values()) == {"not replayed: interrupted"}
+    old = scores(results, old_id)
+    after = scores(results, summary.run_id)
+    assert after.keys() == old.keys()  # every episode is in the new run
+    assert {k: after[k] for k in summary.failed} == {k: old[k] for k in summary.failed}
