@@ -414,3 +414,19 @@ def test_the_table_marks_ceilings_unbounded_and_unknown_figures(tmp_path: Path) 
     assert "unknown" in capped  # no price
     assert "openai/fake: no price known" in text
     assert "fresh: prompt ≈" in text
+
+
+def test_a_hosted_task_is_measured_by_its_instruction_without_starting_a_sandbox() -> None:
+    from gem_eval.envs.hosted import HostedEnv
+    from gem_eval.estimate.prompt import first_observation, measure_prompt
+    from gem_eval.registration import make
+
+    [spec, *_] = load_suite("terminal-bench").episodes([ModelSpec(name="m")], limit=1)
+    env = make(spec.task.env_id, **spec.task.env_kwargs, **spec.sample_kwargs)
+    assert isinstance(env.unwrapped, HostedEnv)
+    instruction = env.unwrapped.instruction()
+    env.close()
+    assert first_observation(spec) == instruction and len(instruction) > 200
+    prompt = measure_prompt(spec.task, [spec])
+    assert prompt.tokens >= len(instruction) // 4
+    assert prompt.turn_tokens >= 65536 // 4  # its tools' output, up to the sandbox's limit
