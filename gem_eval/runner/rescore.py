@@ -99,12 +99,18 @@ async def rescore_run(
         progress: Hears progress (see :data:`Progress`).
 
     Raises:
-        UserError: No such run; nothing in it can be re-scored (every scored episode is
-            a hosted task's); its suite cannot be loaded; a task's tools cannot work here;
-            a task to be judged has no judge.
+        UserError: No such run; nothing in it can be re-scored (it was imported, or
+            every scored episode is a hosted task's); its suite cannot be loaded; a
+            task's tools cannot work here; a task to be judged has no judge.
     """
     source = RunDir.open(results_dir, run_id)
     old = source.read_manifest()
+    imported = old.extra.get("imported")
+    if isinstance(imported, dict):  # no env of gem-eval's played it: nothing to replay
+        raise UserError(
+            f"run {old.run_id} was imported from {imported.get('source', 'another harness')}:"
+            " its episodes cannot be replayed here"
+        )
     records = source.latest_by_key()
     tasks = _retarget(old.tasks, scorer, judge)
     summary = RescoreSummary(new_run_id(old.suite), old.run_id, scorer)

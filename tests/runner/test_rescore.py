@@ -237,6 +237,16 @@ def test_a_run_of_hosted_tasks_only_cannot_be_rescored(tmp_path: Path) -> None:
     assert [p.name for p in tmp_path.iterdir() if p.is_dir()] == ["hosted-run"]
 
 
+def test_an_imported_run_cannot_be_rescored(recorded: tuple[Path, str]) -> None:
+    results, old_id = recorded
+    run = RunDir(results / old_id)
+    manifest = run.read_manifest()
+    manifest.extra["imported"] = {"source": "inspect", "path": "log.eval"}
+    run.write_manifest(manifest)
+    with pytest.raises(UserError, match="imported from inspect: its episodes cannot be"):
+        asyncio.run(rescore_run(results, old_id))
+
+
 def test_the_hosted_line_names_the_families() -> None:
     summary = RescoreSummary("new", "old", None)
     assert hosted_line(summary) is None
