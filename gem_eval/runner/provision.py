@@ -316,7 +316,7 @@ class Provisioner:
                 except BaseException as exc:
                     if isinstance(exc, Exception):
                         self.capacity.failed(exc)
-                    self.capacity.release(memory, cpus)
+                    self.capacity.release(memory, cpus, held=True)
                     raise
                 self.capacity.succeeded()
                 self._task_sandboxes[task_id] = sandbox
@@ -351,7 +351,7 @@ class Provisioner:
         for task_id, sandbox in self._task_sandboxes.items():
             with contextlib.suppress(Exception):
                 await sandbox.close()
-            self.capacity.release(*self._footprints.pop(task_id))
+            self.capacity.release(*self._footprints.pop(task_id), held=True)
         self._task_sandboxes.clear()
         for pool, _ in self._pools.values():
             await pool.aclose()

@@ -24,7 +24,8 @@ back once removed. The number of places adapts to the host instead of being fixe
 ``max_sandboxes``
     The user's ceiling (``sandbox.max_sandboxes``), never exceeded.
 
-One sandbox may always start when none of ours is alive: a run on a host too small for
+One sandbox may always start when none of ours is alive (or only those a task keeps for
+the whole run, see :meth:`HostCapacity.hold`): a run on a host too small for
 one sandbox at its declared limit plays its episodes one at a time (what a sandbox really
 uses is usually far less) instead of waiting for ever.
 """
@@ -108,6 +109,7 @@ class HostCapacity:
         self._reserve = reserve
         self._cores: float | None = None
         self.live = self.peak = 0
+        self._held = 0  # of them, counted by hold()
         self._memory, self._cpus = 0, 0.0  # declared, of the live sandboxes
         self._baseline: int | None = None  # free memory when none of ours was alive
         self._need = (GIB, 1.0)  # the last start's size: what the shown limit counts in
@@ -156,11 +158,15 @@ class HostCapacity:
     def hold(self, memory: int, cpus: float = 1.0) -> None:
         """Count a sandbox that starts without waiting: one a task's episodes share for
         the whole run gives its place back only at the end, so waiting for a place
-        could wait for ever."""
+        could wait for ever. Held ones count for memory and CPUs, not against the
+        ceiling, and with only held ones alive one more may always start."""
+        self._held += 1
         self._take(memory, cpus)
 
-    def release(self, memory: int, cpus: float = 1.0) -> None:
-        """Give back the place of a removed sandbox (or of a start that failed)."""
+    def release(self, memory: int, cpus: float = 1.0, *, held: bool = False) -> None:
+        """Give back the place of a removed sandbox (or of a start that failed);
+        ``held``: one counted by :meth:`hold`."""
+        self._held -= held
         self.live -= 1
         self._memory -= memory
         self._cpus = max(0.0, self._cpus - cpus)
@@ -235,9 +241,9 @@ class HostCapacity:
 
     def _blocker(self, memory: int, cpus: float) -> str | None:
         """The limit one more sandbox would break, or ``None`` when it fits."""
-        if self.live == 0:  # a run always makes progress (see the module docstring)
+        if self.live == self._held:  # a run always makes progress (see the module docstring)
             return None
-        if self.ceiling is not None and self.live >= self.ceiling:
+        if self.ceiling is not None and self.live - self._held >= self.ceiling:
             return "max_sandboxes"
         if self._adaptive is not None and self.live >= self._adaptive:
             return "engine errors"

@@ -80,6 +80,25 @@ def test_one_sandbox_may_always_start(tmp_path: Path) -> None:
     assert take(capacity, 3) == 1  # none of ours alive: a run makes progress
 
 
+def test_sandboxes_held_for_the_whole_run_never_stop_the_others(tmp_path: Path) -> None:
+    async def scenario() -> None:
+        # Room for two; three held by tasks for the whole run, over the ceiling too.
+        capacity = HostCapacity(host(tmp_path, total=16, available=3.5), ceiling=1, poll_s=0.01)
+        for _ in range(3):
+            capacity.hold(GIB)
+        await asyncio.wait_for(capacity.acquire(GIB), 5)  # one at a time still goes
+        second = asyncio.ensure_future(capacity.acquire(GIB))
+        assert await waits(second)
+        capacity.release(GIB)
+        await asyncio.wait_for(second, 5)
+        capacity.release(GIB)
+        for _ in range(3):
+            capacity.release(GIB, held=True)
+        assert capacity.live == 0 and capacity.try_acquire(GIB)
+
+    asyncio.run(scenario())
+
+
 def test_a_start_waits_while_memory_is_short_and_goes_when_it_frees(tmp_path: Path) -> None:
     async def scenario() -> None:
         capacity = HostCapacity(host(tmp_path, total=16, available=2.5), poll_s=0.01)
