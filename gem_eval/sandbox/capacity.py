@@ -19,8 +19,9 @@ back once removed. The number of places adapts to the host instead of being fixe
     the cores keeps them busy without a run queue that slows every command.
 ``engine errors``
     A start that fails for want of resources (the engine could not allocate memory,
-    fork, or write: see :func:`is_resource_error`) halves the number of places; each run
-    of that many starts that succeed adds one back, until another limit binds again.
+    fork, or write: see :func:`is_resource_error`) halves the number of places (once
+    for the starts that were under way together); each run of that many starts that
+    succeed adds one back, until another limit binds again.
 ``max_sandboxes``
     The user's ceiling (``sandbox.max_sandboxes``), never exceeded.
 
@@ -178,6 +179,8 @@ class HostCapacity:
         the places. Whether it was one."""
         if not is_resource_error(exc):
             return False
+        if self._adaptive is not None and self.live > self._adaptive:
+            return True  # begun before the last decrease, which it is part of
         self._adaptive = max(1, min(self.live, self._adaptive or self.live) // 2)
         self._successes = 0
         self.decreases += 1

@@ -149,6 +149,9 @@ def test_a_resource_error_halves_the_limit_and_successes_bring_it_back(tmp_path:
     assert capacity.failed(oom)
     now = capacity.snapshot()
     assert (now.limit, now.reason) == (4, "engine errors")
+    # The other starts that failed together, begun before it: one decrease, not three.
+    assert capacity.failed(oom) and capacity.failed(oom)
+    assert capacity.snapshot().limit == 4 and capacity.decreases == 1
     for _ in range(8):
         capacity.release(GIB)
     assert take(capacity, 10) == 4
