@@ -75,6 +75,25 @@ def run(
             "new ones there (`gem-eval cache stats`).",
         ),
     ] = False,
+    dry_run: Annotated[
+        bool,
+        typer.Option(
+            "--dry-run",
+            help="Play nothing: print per model and task the episodes, model calls, "
+            "tokens, USD and wall time to expect (from earlier runs of the suite, else "
+            "bounds from the prompts and limits).",
+        ),
+    ] = False,
+    confirm_above: Annotated[
+        float | None,
+        typer.Option(
+            help="Ask before a run estimated to cost more than this many USD (without a "
+            "terminal: refuse unless --yes).",
+        ),
+    ] = None,
+    yes: Annotated[
+        bool, typer.Option("--yes", "-y", help="Run even above --confirm-above.")
+    ] = False,
     model_arg: ModelArgs = None,
     model_base_url: ModelBaseUrl = None,
     model_backend: ModelBackend = None,
@@ -150,6 +169,9 @@ def run(
         max_cost=max_cost,
         select=selection_options(task, sample, category),
         cache=cache,
+        dry_run=dry_run,
+        confirm_above=confirm_above,
+        yes=yes,
         model_arg=model_arg,
         model_base_url=model_base_url,
         model_backend=model_backend,
@@ -184,6 +206,9 @@ def play_suite(
     max_cost: float | None = None,
     select: dict[str, Any] | None = None,
     cache: bool = False,
+    dry_run: bool = False,
+    confirm_above: float | None = None,
+    yes: bool = False,
     model_arg: list[str] | None = None,
     model_base_url: str | None = None,
     model_backend: str | None = None,
@@ -202,7 +227,9 @@ def play_suite(
     ray_address: str | None = None,
 ) -> tuple[str, RunSummary]:
     """Plan, play and summarise a run as ``gem-eval run`` does (``command`` names the
-    command the resume hints show); the run's id and summary. Ctrl-C exits 130."""
+    command the resume hints show); the run's id and summary. Ctrl-C exits 130;
+    ``dry_run`` prints the estimate and exits 0; ``confirm_above`` asks (or refuses)
+    before a run estimated to cost more."""
     import asyncio
 
     from gem_eval.cli import render
@@ -262,6 +289,8 @@ def play_suite(
     settings = {k: v for k, v in {**measured, **control}.items() if v is not None}
     options = RunOptions(**settings)
     render.route_library_log()  # the plan's notices (tasks left out) too
+    if dry_run or confirm_above is not None:
+        _estimate(suite, models, options, results_dir, resume, request, dry_run, confirm_above, yes)
     plan = plan_run(suite, models, options, results_dir, resume=resume, request=request)
     run_id = plan.manifest.run_id
     live = not quiet and sys.stderr.isatty()
@@ -307,3 +336,35 @@ def play_suite(
     elif summary.exit_code == 3:
         render.console.print(f"to play them again: gem-eval {command} --resume {run_id}")
     return run_id, summary
+
+
+def _estimate(
+    suite: str | None,
+    models: list[Any],
+    options: Any,
+    results_dir: Path,
+    resume: str | None,
+    request: Any,
+    dry_run: bool,
+    confirm_above: float | None,
+    yes: bool,
+) -> None:
+    """``--dry-run`` (print the estimate, exit 0) and ``--confirm-above`` (ask, or refuse
+    without a terminal unless ``--yes``), before anything is created."""
+    from gem_eval.cli.estimate_view import confirm_spend, show_estimate
+    from gem_eval.estimate import estimate_run
+    from gem_eval.runner.session import preview_run
+
+    preview = preview_run(suite, models, options, results_dir, resume=resume, request=request)
+    estimate = estimate_run(
+        preview.episodes,
+        results_dir=results_dir if results_dir.is_dir() else None,
+        concurrency=options.concurrency,
+        suite=preview.suite,
+        suite_hash=preview.suite_hash,
+    )
+    if dry_run:
+        show_estimate(estimate)
+        raise typer.Exit(0)
+    if confirm_above is not None:
+        confirm_spend(estimate, confirm_above, yes=yes)

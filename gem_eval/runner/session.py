@@ -156,16 +156,39 @@ def plan_run(
     return PlannedRun(run_dir, manifest, todo, done, totals)
 
 
-def plan_episodes(
-    suite_ref: str, models: Sequence[ModelSpec], options: RunOptions
-) -> list[EpisodeSpec]:
-    """The episodes a new run of ``suite_ref`` would play, creating nothing (for
-    ``--dry-run``)."""
+@dataclass
+class Preview:
+    """The episodes a run would play now, and what its history is looked up by (for
+    ``--dry-run`` and ``--confirm-above``): nothing is created or written."""
+
+    suite: str
+    suite_hash: str
+    episodes: list[EpisodeSpec]
+
+
+def preview_run(
+    suite_ref: str | None,
+    models: Sequence[ModelSpec],
+    options: RunOptions,
+    results_dir: Path,
+    *,
+    resume: str | None = None,
+    request: ResumeRequest | None = None,
+) -> Preview:
+    """What :func:`plan_run` with the same arguments would play, creating nothing (a
+    resumed run: the episodes still missing)."""
     from gem_eval.suites import load_suite
 
+    if resume is not None:
+        plan = plan_run(suite_ref, models, options, results_dir, resume=resume, request=request)
+        return Preview(plan.manifest.suite, plan.manifest.suite_hash, plan.todo)
+    if suite_ref is None:
+        raise UserError("give --suite (or --resume RUN_ID)")
     if not models:
         raise UserError("give at least one --model")
-    return _episodes(load_suite(suite_ref), models, options)
+    suite = load_suite(suite_ref)
+    digest = suite.digest(seed=options.seed, overrides=options.overrides)
+    return Preview(suite.name, digest, _episodes(suite, models, options))
 
 
 def _episodes(suite: Any, models: Sequence[ModelSpec], options: RunOptions) -> list[EpisodeSpec]:

@@ -9,7 +9,7 @@ import pytest
 
 from gem_eval.errors import UserError
 from gem_eval.records import ModelSpec
-from gem_eval.runner.session import RunOptions, plan_episodes, plan_run
+from gem_eval.runner.session import RunOptions, plan_run, preview_run
 from gem_eval.suites import load_suite
 from gem_eval.suites.selection import Selection, parse_sample_ids
 
@@ -102,6 +102,7 @@ def test_a_run_plans_and_records_only_the_selection(suite_path: Path, tmp_path: 
     assert plan.manifest.suite_hash == whole.manifest.suite_hash
     # --dry-run's planning creates nothing and plans the same episodes.
     before = sorted(p.name for p in (tmp_path / "results").iterdir())
-    dry = plan_episodes(str(suite_path), MODELS[:1], options)
-    assert sorted(s.key for s in dry) == sorted(s.key for s in plan.todo)
+    dry = preview_run(str(suite_path), MODELS[:1], options, tmp_path / "results")
+    assert sorted(s.key for s in dry.episodes) == sorted(s.key for s in plan.todo)
+    assert (dry.suite, dry.suite_hash) == ("sel", plan.manifest.suite_hash)
     assert sorted(p.name for p in (tmp_path / "results").iterdir()) == before
