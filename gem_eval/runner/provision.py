@@ -69,7 +69,6 @@ class Provisioner:
         self.no_network = no_network
         self.log: Callable[[str], None] = log or (lambda _: None)
         self.capacity = capacity or HostCapacity()
-        self._ceilings: dict[str, int | None] = {}  # each limit's max_sandboxes
         self._hosted_limit: asyncio.Semaphore | None = None
         self._pools: dict[str, tuple[SandboxPool, asyncio.Semaphore]] = {}
         self._task_sandboxes: dict[str, Sandbox] = {}
@@ -290,19 +289,12 @@ class Provisioner:
             if hosted:
                 if self._hosted_limit is None:
                     self._hosted_limit = asyncio.Semaphore(limit)
-                    self._ceiling("hosted", spec.max_sandboxes)
+                    self.capacity.set_ceiling("hosted", spec.max_sandboxes)
                 self._pools[key] = (new_pool(warm=0), self._hosted_limit)
             else:
-                self._ceiling(key, spec.max_sandboxes)
+                self.capacity.set_ceiling(key, spec.max_sandboxes)
                 self._pools[key] = (new_pool(warm=limit), asyncio.Semaphore(limit))
         return self._pools[key]
-
-    def _ceiling(self, key: str, max_sandboxes: int | None) -> None:
-        """Count a limit's ``max_sandboxes`` in the capacity's ceiling: their sum when
-        every limit has one (the user asked for no more), else none."""
-        self._ceilings[key] = max_sandboxes
-        given = [n for n in self._ceilings.values() if n is not None]
-        self.capacity.ceiling = sum(given) if len(given) == len(self._ceilings) else None
 
     async def _task_sandbox(self, task_id: str, spec: SandboxSpec) -> Sandbox:
         lock = self._task_locks.setdefault(task_id, asyncio.Lock())
@@ -311,14 +303,7 @@ class Provisioner:
                 memory, cpus = footprint(spec)
                 self.capacity.hold(memory, cpus)  # given back by aclose
                 sandbox = make_sandbox(spec, self.run_id)
-                try:
-                    await sandbox.__aenter__()
-                except BaseException as exc:
-                    if isinstance(exc, Exception):
-                        self.capacity.failed(exc)
-                    self.capacity.release(memory, cpus, held=True)
-                    raise
-                self.capacity.succeeded()
+                await self.capacity.started(sandbox.__aenter__(), memory, cpus, held=True)
                 self._task_sandboxes[task_id] = sandbox
                 self._footprints[task_id] = (memory, cpus)
                 self._described["sandboxes"][_key(spec)] = sandbox.describe()

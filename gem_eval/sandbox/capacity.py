@@ -38,15 +38,17 @@ import collections
 import contextlib
 import errno
 import re
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 from gem_eval.records import SandboxSpec
 from gem_eval.sandbox.host import HostReader, Memory
 from gem_eval.sandbox.policy import memory_bytes
 
 GIB = 2**30
+
+T = TypeVar("T")
 
 _RESOURCE_ERRNOS = frozenset({errno.ENOMEM, errno.ENOSPC, errno.EAGAIN, errno.EMFILE, errno.ENFILE})
 _RESOURCE_TEXT = re.compile(
@@ -120,6 +122,7 @@ class HostCapacity:
         self._changed = asyncio.Event()
         self._listeners: list[Listener] = []
         self._idle: list[Callable[[], bool]] = []
+        self._ceilings: dict[str, int | None] = {}
 
     # -- the gate -----------------------------------------------------------------------
 
@@ -173,6 +176,29 @@ class HostCapacity:
         self._cpus = max(0.0, self._cpus - cpus)
         self._signal()
         self._notify()
+
+    async def started(
+        self, start: Awaitable[T], memory: int, cpus: float = 1.0, *, held: bool = False
+    ) -> T:
+        """Await the ``start`` of a sandbox that holds its place: one that fails gives
+        the place back (a resource error lowers the limit), one that works may raise it."""
+        try:
+            result = await start
+        except BaseException as exc:
+            if isinstance(exc, Exception):
+                self.failed(exc)
+            self.release(memory, cpus, held=held)
+            raise
+        self.succeeded()
+        return result
+
+    def set_ceiling(self, key: str, max_sandboxes: int | None) -> None:
+        """Count the ``max_sandboxes`` of a limit (a pool, or the pools that share one)
+        in the ceiling: their sum when every limit has one (the user asked for no more),
+        else none."""
+        self._ceilings[key] = max_sandboxes
+        given = [n for n in self._ceilings.values() if n is not None]
+        self.ceiling = sum(given) if len(given) == len(self._ceilings) else None
 
     def failed(self, exc: BaseException) -> bool:
         """Hear that a start (holding its place still) failed; a resource error halves

@@ -96,19 +96,12 @@ class SandboxPool:
             self._ready.put_nowait((sandbox, outages))
 
     async def _start_placed(self) -> tuple[Sandbox, int]:
-        """:func:`_started` by a start holding its place, which it tells how it went;
-        a start that fails gives the place back."""
-        try:
-            sandbox, outages = await _started(self.factory)
-        except BaseException as exc:
-            if self.capacity is not None:
-                if isinstance(exc, Exception):
-                    self.capacity.failed(exc)
-                self.capacity.release(self.memory, self.cpus)
-            raise
-        if self.capacity is not None:
-            self._placed[id(sandbox)] = sandbox
-            self.capacity.succeeded()
+        """:func:`_started` by a start holding its place (given back if it fails)."""
+        if self.capacity is None:
+            return await _started(self.factory)
+        started = _started(self.factory)
+        sandbox, outages = await self.capacity.started(started, self.memory, self.cpus)
+        self._placed[id(sandbox)] = sandbox
         return sandbox, outages
 
     async def acquire(self) -> Sandbox:
