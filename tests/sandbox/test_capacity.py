@@ -67,6 +67,16 @@ def test_the_users_ceiling_binds_when_smallest(tmp_path: Path) -> None:
     assert take(capacity, 10) == 3
 
 
+def test_the_ceiling_adds_up_the_pools_only_when_every_one_sets_it(tmp_path: Path) -> None:
+    capacity = HostCapacity(host(tmp_path))
+    capacity.set_ceiling("a", 2)
+    assert capacity.ceiling == 2
+    capacity.set_ceiling("b", 3)
+    assert capacity.ceiling == 5
+    capacity.set_ceiling("c", None)  # a pool at its kind's default: no ceiling overall
+    assert capacity.ceiling is None
+
+
 def test_the_limit_from_cpus(tmp_path: Path) -> None:
     # Two cores, four sandbox CPUs per core: eight 1-CPU sandboxes, four of 2 CPUs.
     capacity = HostCapacity(host(tmp_path, cores=2))
