@@ -147,10 +147,10 @@ def _print_summary(s: RescoreSummary) -> None:
             f"they are (still to play: gem-eval run --resume {s.run_id})"
         )
     for line in lines:
-        console.print(line, markup=False)
-    table = Table(title="mean score (old: the recorded run, new: re-scored)", title_justify="left")
+        console.print(line, markup=False, soft_wrap=True)  # whole lines in logs too
+    table = Table(title="mean score", title_justify="left")
     table.add_column("model", overflow="fold")
-    for name in ("old", "new"):
+    for name in ("recorded", "re-scored"):
         table.add_column(name, justify="right")
     for model, old in s.old_means.items():
         new = s.new_means.get(model)

@@ -84,7 +84,7 @@ def test_rescore_grades_a_recorded_run_again_without_model_calls(
     [event] = replayed["trajectory"]["steps"][0]["tool_events"]
     assert event["output"].strip() == "391" and not event["is_error"]
     lines = result.stdout.splitlines()
-    row = next(line for line in lines if "openai/fake" in line and "0." in line)
+    row = next(line for line in lines if "openai/fake" in line and "0.500" in line)
     assert [cell.strip() for cell in row.strip("│ ").split("│")] == [
         "openai/fake",
         "0.500",
