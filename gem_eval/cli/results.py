@@ -186,6 +186,11 @@ def _manifest_grid(m: RunManifest, records: list[EpisodeRecord]) -> Table:
         ("seed", str(m.seed)),
         ("gem-eval", f"{m.gem_eval_version} (commit {m.git_commit or '-'}) on {m.host}"),
     ]
+    origin = m.extra.get("rescored_from")
+    if isinstance(origin, dict):  # written by gem-eval rescore
+        scorer = f"scorer {origin.get('scorer')}" if origin.get("scorer") else "its scorers"
+        first = f"gem-eval {origin.get('gem_eval_version')}"
+        rows.append(("rescored", f"from {origin.get('run_id')} ({scorer}; first by {first})"))
     for name, value in rows:
         grid.add_row(f"[bold]{name}[/]", value if name == "status" else escape(value))
     return grid

@@ -91,6 +91,9 @@ def test_rescore_grades_a_recorded_run_again_without_model_calls(
         "1.000",
     ]
 
+    shown = gem_eval("results", "show", new.name, results=results)
+    assert f"rescored  from {original.name} (its scorers; first by gem-eval" in shown.stdout
+
     unjudged = gem_eval("rescore", "latest", "--scorer", "judge", results=results)
     assert unjudged.returncode == 2
     assert unjudged.stderr == "error: task 'math' has no judge to score it: give --judge MODEL\n"
