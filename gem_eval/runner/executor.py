@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import functools
+import logging
 import time
 from abc import ABC, abstractmethod
 from typing import Any
@@ -101,7 +102,6 @@ class LocalExecutor(Executor):
 
     async def start(self, models: list[ModelSpec]) -> None:
         from gem_eval.models.chat_api import ChatAPIModel
-        from gem_eval.models.preflight import check_server
 
         for spec in models:
             if spec.name not in self.models:
@@ -112,12 +112,29 @@ class LocalExecutor(Executor):
                     refuse(self.tasks)
                 await model.start()
                 if isinstance(model, ChatAPIModel) and model.api_base is not None:
-                    await check_server(model.name, model.api_base, model.api_key)
+                    await self._check_server(model)
         await self.judges.start(self.tasks)
         # One redactor for the run: the environment's secrets and every model's key
         # (read from a variable whose name need not look secret).
         keys = [m.api_key for m in self.models.values() if isinstance(m, ChatAPIModel)]
         self.redactor = Redactor(values=[k for k in keys if k] + self.judges.api_keys())
+
+    async def _check_server(self, model: Any) -> None:
+        """Stop the run before any episode when a model's server cannot be reached or
+        refuses the key; with the response cache, say so and go on: a re-run served from
+        the cache needs no server (a reply it lacks then fails its episode)."""
+        from gem_eval.errors import ModelConfigError
+        from gem_eval.models.preflight import check_server
+
+        try:
+            await check_server(model.name, model.api_base, model.api_key)
+        except ModelConfigError as exc:
+            if self.cache is None:
+                raise
+            logging.getLogger("gem_eval.models").warning(
+                "%s; going on with the response cache (a reply it lacks fails its episode)",
+                exc,
+            )
 
     async def run(self, run_id: str, spec: EpisodeSpec) -> EpisodeRecord:
         started = time.time()

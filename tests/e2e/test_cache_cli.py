@@ -45,6 +45,14 @@ def test_a_second_run_with_cache_makes_no_call_and_scores_the_same(
     manifest = json.loads((run2 / "manifest.json").read_text())
     assert manifest["extra"]["cache"] == {"hits": calls, "misses": 0}
 
+    # Served from the cache, a re-run needs no server: one warning line, same scores.
+    offline = [a if a != openai_server.base_url else "http://127.0.0.1:9/v1" for a in args]
+    down = gem_eval(*offline, results=tmp_path / "r", env=cache)
+    assert down.returncode == 0, down.stderr + down.stdout
+    assert "cannot reach the server at http://127.0.0.1:9/v1" in down.stderr
+    assert "going on with the response cache" in down.stderr
+    assert scores(run_dirs(tmp_path / "r")[2]) == scores(run1)
+
     # Without --cache the same run calls the model again.
     plain = gem_eval(*[a for a in args if a != "--cache"], results=tmp_path / "r", env=cache)
     assert plain.returncode == 0 and len(openai_server.requests) == 2 * calls
