@@ -29,15 +29,16 @@ if TYPE_CHECKING:
     import pandas as pd
 
 INDEX_FILE = "index.sqlite"
-INDEX_SCHEMA_VERSION = 2
-"""2: episodes have ``attempt`` and ``gave_up``."""
+INDEX_SCHEMA_VERSION = 3
+"""2: episodes have ``attempt`` and ``gave_up``. 3: runs have ``rescored_from``."""
 
 RUN_COLUMNS = [
     "run_id", "suite", "suite_path", "suite_hash", "models", "episodes_planned", "epochs",
     "seed", "gem_eval_version", "git_commit", "host", "started_at", "finished_at", "status",
-    "max_cost_usd",
+    "max_cost_usd", "rescored_from",
 ]  # fmt: skip
-"""The columns of the ``runs`` table; ``models`` holds a JSON list of model names."""
+"""The columns of the ``runs`` table; ``models`` holds a JSON list of model names;
+``rescored_from`` the run a ``gem-eval rescore`` graded again (``extra.rescored_from``)."""
 
 _TYPES = {
     "sample": "INTEGER", "epoch": "INTEGER", "success": "INTEGER", "turns": "INTEGER",
@@ -174,7 +175,11 @@ class Index:
     def episodes(
         self, run_ids: list[str] | None = None, suite: str | None = None
     ) -> list[dict[str, Any]]:
-        """Episode rows (keys: ``EPISODE_COLUMNS``), optionally only of some runs or a suite."""
+        """Episode rows (keys: ``EPISODE_COLUMNS``), optionally only of some runs or a suite.
+
+        Without ``run_ids``, a run that ``gem-eval rescore`` graded again is left out: the
+        rescored run (the same episodes, new grades) stands in for it.
+        """
         return [
             {**dict(zip(EPISODE_COLUMNS, row)), "success": bool(row[_SUCCESS])}
             for row in self._select(run_ids, suite)
@@ -242,6 +247,10 @@ class Index:
         if run_ids is not None:
             where.append(f"run_id IN ({', '.join('?' * len(run_ids))})")
             params.extend(run_ids)
+        else:  # every run: one graded again by `gem-eval rescore` counts as its new grade
+            where.append(
+                "run_id NOT IN (SELECT rescored_from FROM runs WHERE rescored_from IS NOT NULL)"
+            )
         if suite is not None:
             where.append("run_id IN (SELECT run_id FROM runs WHERE suite = ?)")
             params.append(suite)
@@ -299,6 +308,7 @@ def _load(run: RunDir) -> tuple[RunManifest, list[tuple[Any, ...]]]:
 def _run_row(m: RunManifest) -> tuple[Any, ...]:
     values = m.model_dump(include=set(RUN_COLUMNS))
     values["models"] = json.dumps([model.name for model in m.models])
+    values["rescored_from"] = (m.extra.get("rescored_from") or {}).get("run_id")
     return tuple(values[c] for c in RUN_COLUMNS)
 
 
