@@ -95,7 +95,7 @@ def read_runs(path: str | Path, *, source: str | None = None) -> list[ImportedRu
             logs = [path] if wanted or inspect.is_log(path) else []
         runs += [inspect.read(p) for p in logs]
     if not runs:
-        kinds = "an inspect_ai log, a Harbor job directory or lm-eval results"
+        kinds = "inspect_ai log, Harbor job directory or lm-eval results"
         raise UserError(f"{path}: found no {_NAMES.get(wanted or '', kinds)} to import")
     return runs
 
