@@ -113,7 +113,7 @@ class LocalExecutor(Executor):
                 await model.start()
                 if isinstance(model, ChatAPIModel) and model.api_base is not None:
                     await self._check_server(model)
-        await self.judges.start(self.tasks)
+        await self.judges.start(self.tasks, check=self._check_server)
         # One redactor for the run: the environment's secrets and every model's key
         # (read from a variable whose name need not look secret).
         keys = [m.api_key for m in self.models.values() if isinstance(m, ChatAPIModel)]

@@ -13,7 +13,7 @@ The judge's tokens and cost stay in ``record.judge.usage``; the record's
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 from gem_eval.budget import Budget
@@ -143,9 +143,18 @@ class Judges:
         self.model_factory = model_factory
         self.models: dict[tuple[Any, ...], Model] = {}
 
-    async def start(self, tasks: list[TaskSpec]) -> None:
-        """Build, start and check the judges of ``tasks`` (a server that cannot be
-        reached or refuses the key stops the run before the first episode).
+    async def start(
+        self,
+        tasks: list[TaskSpec],
+        check: Callable[[Model], Awaitable[None]] | None = None,
+    ) -> None:
+        """Build, start and check the judges of ``tasks``: by default a server that
+        cannot be reached or refuses the key stops the run before the first episode.
+
+        Args:
+            tasks: The run's tasks; those with ``scorer: judge`` need a judge.
+            check: Checks a judge behind a server instead (the executor's, which lets a
+                run served from the response cache go on without one).
 
         Raises:
             UserError: A ``scorer: judge`` task has no judge, or a judge cannot be used.
@@ -165,7 +174,10 @@ class Judges:
             self.models[key] = model  # closed by aclose, even if start fails
             await model.start()
             if isinstance(model, ChatAPIModel) and model.api_base is not None:
-                await check_server(model.name, model.api_base, model.api_key)
+                if check is not None:
+                    await check(model)
+                else:
+                    await check_server(model.name, model.api_base, model.api_key)
 
     def api_keys(self) -> list[str]:
         """The judges' API keys, for the run's redactor."""

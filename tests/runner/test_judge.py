@@ -352,3 +352,31 @@ def test_a_ray_node_worker_judges_its_episodes(openai_server: FakeOpenAIServer) 
 
     record = asyncio.run(go())
     assert record.score == 1.0 and record.judge is not None and record.judge.grade == "C"
+
+
+def test_an_unreachable_judge_stops_the_run_unless_the_cache_serves_it(
+    openai_server: FakeOpenAIServer, tmp_path: Path
+) -> None:
+    from gem_eval.errors import ModelConfigError
+
+    openai_server.handler = _both(Reply("GRADE: C"))
+    spec = _qa_spec(openai_server, _judge_spec(openai_server))
+    gone = "http://127.0.0.1:9/v1"  # nothing listens there
+    dead = spec.model_copy(
+        update={
+            "model": spec.model.model_copy(update={"base_url": gone, "max_retries": 0}),
+            "task": spec.task.model_copy(
+                update={"judge": _judge_spec(openai_server).model_copy(update={"base_url": gone})}
+            ),
+        }
+    )
+    with pytest.raises(ModelConfigError, match="openai/judge"):
+        _play(dead.model_copy(update={"model": spec.model}))  # only the judge is gone
+    cache = ResponseCache(tmp_path / "responses.sqlite")
+    try:
+        first = _play(spec, cache)
+        replayed = _play(dead, cache)  # both servers gone: every reply from the cache
+    finally:
+        cache.close()
+    assert replayed.judge is not None and replayed.judge.cached
+    assert (replayed.outcome, replayed.score) == (first.outcome, first.score) == ("completed", 1.0)
