@@ -182,6 +182,12 @@ def run_summary(results_dir: Any, run_id: str, summary: Any) -> None:
         print_whole(summary_table(summarize(frame, by=("model", "task_id")), title=title))
     for line in outcome_lines(summary.outcomes, summary.first_errors):
         console.print(line, markup=False)
+    if summary.judged:
+        console.print(
+            f"judge: {summary.judged} episodes graded, ${summary.judge_cost_usd:.4f} "
+            "(apart from the judged models' cost; the budget counts both)",
+            markup=False,
+        )
     if summary.cache is not None:
         hits, misses = summary.cache.get("hits", 0), summary.cache.get("misses", 0)
         console.print(

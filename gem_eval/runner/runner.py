@@ -53,6 +53,9 @@ class RunSummary:
         cost_usd: What the run has cost, earlier sessions included.
         cache: This session's response-cache ``hits`` and ``misses`` (``--cache``;
             ``None``: no cache).
+        judged: Episodes a judge graded (or failed to) in this session.
+        judge_cost_usd: What their judge calls cost (part of ``cost_usd``: the budget
+            counts every call; shown apart from the judged models').
     """
 
     status: RunStatus
@@ -63,6 +66,8 @@ class RunSummary:
     cost_usd: float = 0.0
     skipped: int = 0
     cache: dict[str, int] | None = None
+    judged: int = 0
+    judge_cost_usd: float = 0.0
 
     @property
     def exit_code(self) -> int:
@@ -208,6 +213,11 @@ class Runner:
         summary.outcomes[record.outcome] += 1
         summary.gave_up += record.gave_up
         summary.cost_usd += record.cost_usd or 0.0
+        if record.judge is not None:
+            judge_cost = record.judge.usage.cost_usd or 0.0
+            summary.judged += 1
+            summary.judge_cost_usd += judge_cost
+            summary.cost_usd += judge_cost
         error = record.trajectory.error if record.trajectory is not None else None
         if record.outcome == "judge_error" and record.judge is not None:  # the judge's, apart
             error = f"judge {record.judge.model!r}: {record.judge.error}"

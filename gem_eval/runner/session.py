@@ -276,8 +276,8 @@ async def execute_run(
             show = getattr(sink, "sandboxes", None)
             if show is not None:
                 provisioner.capacity.subscribe(show)
-    # Every episode recorded so far was paid for, superseded ones too.
-    spent = sum(r.cost_usd or 0.0 for r in plan.run_dir.records())
+    # Every episode recorded so far was paid for, superseded ones too, and its judge.
+    spent = sum(_spent(r) for r in plan.run_dir.records())
     runner = Runner(
         manifest.run_id,
         executor,
@@ -322,6 +322,12 @@ async def execute_run(
             # stays whole and says "running", which --resume handles.
         record.close(manifest)
     return summary
+
+
+def _spent(record: EpisodeRecord) -> float:
+    """What an episode cost: its model's calls and its judge's."""
+    judge = record.judge.usage.cost_usd if record.judge is not None else None
+    return (record.cost_usd or 0.0) + (judge or 0.0)
 
 
 def _count_cache(manifest: RunManifest, summary: RunSummary, counts: dict[str, int] | None) -> None:

@@ -51,6 +51,8 @@ def test_a_judged_suite_scores_by_the_judge_and_resumes_its_failures(
     serve(openai_server, Reply("It names her.\nGRADE: C"))
     resumed = gem_eval("run", "--resume", "latest", "-q", results=results)
     assert resumed.returncode == 0, resumed.stderr + resumed.stdout
+    assert "judge: 2 episodes graded, $0.0000 (apart from" not in resumed.stdout  # priced
+    assert "judge: 2 episodes graded, $" in resumed.stdout
     latest = {r["key"]: r for r in records(run)}  # the replay supersedes each failure
     assert len(latest) == 2
     for record in latest.values():

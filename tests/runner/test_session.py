@@ -252,3 +252,20 @@ def test_resume_gives_up_on_an_episode_after_max_attempts(suite: Path, tmp_path:
     )  # fmt: skip
     assert len(more.todo) == 3 and {s.attempt for s in more.todo} == {3}
     assert more.manifest.sessions[-1]["changed"] == {"--max-attempts": 3}
+
+
+def test_a_resumed_budget_counts_what_judges_spent_too() -> None:
+    from gem_eval.judge import JudgeVerdict
+    from gem_eval.models.base import Usage
+    from gem_eval.records import EpisodeRecord
+    from gem_eval.runner.session import _spent
+
+    record = EpisodeRecord(
+        run_id="r", key="k", model="m", task_id="t", sample=0, epoch=0, outcome="completed",
+        score=1.0, success=True, turns=1, cost_usd=0.01, started_at=0.0, finished_at=1.0,
+    )  # fmt: skip
+    assert _spent(record) == pytest.approx(0.01)
+    record.judge = JudgeVerdict(model="j", usage=Usage(cost_usd=0.02))
+    assert _spent(record) == pytest.approx(0.03)
+    record.cost_usd = None  # a model without a price: its judge's cost still counts
+    assert _spent(record) == pytest.approx(0.02)
