@@ -121,7 +121,8 @@ class PlainProgress:
         self.tally = _Tally()
         self.total = 0
         self.started = time.monotonic()
-        self.limit: tuple[int, str] | None = None
+        self.limit: tuple[int, str] | None = None  # the sandboxes' limit last told
+        self.pending: CapacitySnapshot | None = None
 
     def start(self, totals: dict[str, int], done: dict[str, int]) -> None:
         self.total = sum(totals.values()) - sum(done.values())
@@ -137,13 +138,23 @@ class PlainProgress:
                 f"{t.done}/{self.total} done, pass {t.pass_rate}, {t.tokens} tokens, "
                 f"${t.cost:.4f}, errors {t.error_text}, eta {eta:.0f}s"
             )
+            if self.pending is not None:
+                self._sandboxes_line(self.pending)
 
     def sandboxes(self, snapshot: CapacitySnapshot) -> None:
-        """A line when the sandboxes' limit or what sets it changes (not for each start)."""
+        """A line when the sandboxes' limit changes (not for each start): at once the
+        first time and when another limit binds; a limit that moves (free memory does)
+        with the next progress line, so it cannot flood a log."""
         limit = (snapshot.limit, snapshot.reason)
         if limit == self.limit:
-            return
-        self.limit = limit
+            self.pending = None
+        elif self.limit is None or snapshot.reason != self.limit[1]:
+            self._sandboxes_line(snapshot)
+        else:
+            self.pending = snapshot
+
+    def _sandboxes_line(self, snapshot: CapacitySnapshot) -> None:
+        self.limit, self.pending = (snapshot.limit, snapshot.reason), None
         why = snapshot.reason
         if snapshot.reason == "memory" and snapshot.available is not None:
             why = f"memory: {_gib(snapshot.available)} free, {_gib(snapshot.reserve)} kept back"

@@ -10,6 +10,7 @@ from pathlib import Path
 from rich.console import Console
 
 from gem_eval.cli.progress import LiveProgress, PlainProgress
+from gem_eval.records import EpisodeRecord
 from gem_eval.sandbox.capacity import CapacitySnapshot
 
 GIB = 2**30
@@ -37,17 +38,45 @@ def test_the_live_display_without_sandboxes_says_nothing_of_them() -> None:
 
 def test_plain_lines_say_when_the_limit_changes_not_each_start() -> None:
     out = io.StringIO()
-    progress = PlainProgress(stream=out)
+    progress = PlainProgress(every=2, stream=out)
+    progress.start({"a": 4}, {})
     for live in (1, 2, 3):
         progress.sandboxes(
             CapacitySnapshot(live=live, limit=4, reason="memory", available=5 * GIB, reserve=GIB)
         )
     progress.sandboxes(CapacitySnapshot(live=3, limit=1, reason="engine errors"))
     progress.sandboxes(CapacitySnapshot(live=1, limit=1, reason="engine errors"))
-    assert out.getvalue().splitlines() == [
-        "[gem-eval] sandboxes: at most 4 at once (memory: 5.0 GiB free, 1.0 GiB kept back)",
-        "[gem-eval] sandboxes: at most 1 at once (engine errors)",
+    # The same limit moving (3, 2, back to 3): told once, with the next progress line.
+    for limit in (3, 2, 3):
+        progress.sandboxes(CapacitySnapshot(live=1, limit=limit, reason="engine errors"))
+    progress(record())
+    progress(record())
+    lines = [line.removeprefix("[gem-eval] ") for line in out.getvalue().splitlines()]
+    assert [line for line in lines if not line.startswith("2/4 done")] == [
+        "4 episodes to play (0 already done)",
+        "sandboxes: at most 4 at once (memory: 5.0 GiB free, 1.0 GiB kept back)",
+        "sandboxes: at most 1 at once (engine errors)",
+        "sandboxes: at most 3 at once (engine errors)",
     ]
+    assert lines.index("sandboxes: at most 3 at once (engine errors)") == len(lines) - 1
+
+
+def record() -> EpisodeRecord:
+    """A finished, scored episode."""
+    return EpisodeRecord(
+        run_id="r",
+        key="k",
+        model="m",
+        task_id="a",
+        sample=0,
+        epoch=0,
+        outcome="completed",
+        score=1.0,
+        success=True,
+        turns=1,
+        started_at=0.0,
+        finished_at=1.0,
+    )
 
 
 def test_a_run_with_sandboxes_tells_the_progress_display_their_limit(tmp_path: Path) -> None:
