@@ -41,6 +41,7 @@ bench: $(STAMP)
 	$(BIN)/python bench/cli_startup.py
 	$(BIN)/python bench/harness_overhead.py
 	$(BIN)/python bench/fault_tolerance.py
+	$(BIN)/python bench/response_cache.py
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache
