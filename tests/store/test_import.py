@@ -22,7 +22,7 @@ from gem_eval.cli.app import app
 from gem_eval.errors import UserError
 from gem_eval.records import EpisodeRecord, RunManifest
 from gem_eval.store import Index, RunDir
-from gem_eval.store.importers import import_results
+from gem_eval.store.importers import import_results, read_runs
 from gem_eval.store.importers._common import sample_number
 from gem_eval.store.importers.inspect import value_to_float
 
@@ -217,12 +217,21 @@ ATIF = {
 }
 
 
-def write_harbor_job(root: Path) -> Path:
+def write_harbor_job(root: Path, name: str = "job-1") -> Path:
     """A job of two trials: one solved, one that failed before the verifier ran."""
-    job = root / "job-1"
+    job = root / name
     job.mkdir(parents=True)
-    (job / "config.json").write_text(json.dumps({"job_name": "job-1", "n_attempts": 1}))
-    (job / "result.json").write_text(json.dumps({"id": "job", "n_total_trials": 2}))
+    (job / "config.json").write_text(json.dumps({"job_name": name, "n_attempts": 1}))
+    job_result = {
+        "id": "job",
+        "started_at": "2026-11-30T11:00:00Z",
+        "n_total_trials": 2,
+        "stats": {"n_trials": 2, "n_errors": 1},
+        # Harbor's JobResult may list its trials' results: names in a job's result.json
+        # must not make the job look like a trial.
+        "trial_results": [{"trial_name": "hello-world__AbC1234", "task_name": "hello-world"}],
+    }
+    (job / "result.json").write_text(json.dumps(job_result))
     for task, trial, reward, exception in (
         ("hello-world", "hello-world__AbC1234", 1.0, False),
         ("fix-git", "fix-git__Xy98765", 0.0, True),  # the verifier graded the broken trial
@@ -462,6 +471,33 @@ def test_one_leaderboard_spans_the_three_harnesses(tmp_path: Path) -> None:
         ("openai/gpt-x", "fix-git"),
         ("org/small", "arc_easy"),
     }
+
+
+@pytest.mark.parametrize("under", ["jobs", "everything/jobs"])
+def test_a_folder_of_jobs_named_as_harbor_names_them(tmp_path: Path, under: str) -> None:
+    """Harbor names a job ``<date>__<time>``, as it names a trial ``<task>__<id>``: the
+    job is told by its result.json, also in a folder that holds the jobs folder and other
+    harnesses' logs."""
+    results = tmp_path / "results"
+    jobs = tmp_path / under
+    write_harbor_job(jobs, "2026-11-30__11-00-00")
+    write_harbor_job(jobs, "2026-11-30__12-00-00")  # a second job of the same trials
+    (tmp_path / "everything" / "logs").mkdir(parents=True)
+    write_inspect_json(tmp_path / "everything" / "logs" / "a.json")
+    runs = read_runs(tmp_path / under.split("/")[0])
+    harbor_runs = [r for r in runs if r.source == "harbor"]
+    assert [r.details["job_name"] for r in harbor_runs] == [
+        "2026-11-30__11-00-00",
+        "2026-11-30__12-00-00",
+    ]
+    assert all(len(r.episodes) == 2 for r in harbor_runs)
+    assert [r.source for r in runs if r.source != "harbor"] == (
+        ["inspect_ai"] if under.startswith("everything") else []
+    )
+    top = tmp_path / under.split("/")[0]
+    result = cli("results", "import", str(top), "--results-dir", str(results))
+    assert result.exit_code == 0, result.output
+    assert result.output.count("(harbor, suite terminal-bench") == 2
 
 
 def test_reimport_creates_no_second_run(tmp_path: Path) -> None:

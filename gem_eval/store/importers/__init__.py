@@ -83,14 +83,25 @@ def read_runs(path: str | Path, *, source: str | None = None) -> list[ImportedRu
         raise UserError(f"{path}: no such file or directory")
     wanted = _source(source)
     runs: list[ImportedRun] = []
+    # A directory may hold several kinds (a folder of Harbor jobs beside inspect_ai logs):
+    # each is read once, and no file inside a Harbor job is read as another kind.
+    taken: list[Path] = []
     if wanted in (None, "harbor"):
-        runs += [harbor.read(job) for job in harbor.find_jobs(path)]
+        jobs = harbor.find_jobs(path)
+        runs += [harbor.read(job) for job in jobs]
+        taken += jobs
     lm_eval_path = path.is_dir() or lm_eval.is_results(path) or wanted == "lm-eval"
-    if wanted in (None, "lm-eval") and not runs and lm_eval_path:
-        runs += [lm_eval.read(p) for p in lm_eval.find_results(path)]
-    if wanted in (None, "inspect_ai") and not runs:
+    if wanted in (None, "lm-eval") and (path.is_dir() or not runs) and lm_eval_path:
+        found = [p for p in lm_eval.find_results(path) if not _inside(p, taken)]
+        runs += [lm_eval.read(p) for p in found]
+        taken += found
+    if wanted in (None, "inspect_ai") and (path.is_dir() or not runs):
         if path.is_dir():
-            logs = sorted(p for p in path.rglob("*") if p.is_file() and inspect.is_log(p))
+            logs = sorted(
+                p
+                for p in path.rglob("*")
+                if p.is_file() and not _inside(p, taken) and inspect.is_log(p)
+            )
         else:
             logs = [path] if wanted or inspect.is_log(path) else []
         runs += [inspect.read(p) for p in logs]
@@ -105,6 +116,10 @@ _NAMES = {
     "harbor": "Harbor job directory (trial directories with result.json)",
     "lm-eval": "lm-eval results_<date>.json",
 }
+
+
+def _inside(path: Path, folders: list[Path]) -> bool:
+    return any(path.is_relative_to(folder) for folder in folders)
 
 
 def _source(source: str | None) -> Source | None:

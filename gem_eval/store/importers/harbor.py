@@ -14,6 +14,11 @@ totals) and one directory per trial, named ``<task>__<id>``, holding
 * ``agent/trajectory.json``, the agent's run in ATIF (read with
   :mod:`gem_eval.export.atif_schema`).
 
+A job is told from a trial by what its ``result.json`` holds (a ``JobResult`` has
+``n_total_trials``, ``stats``, ``trial_results``; a ``TrialResult`` has ``task_name`` and
+``trial_name``), not by its name: Harbor names jobs ``<date>__<time>`` by default. Jobs
+are found at any depth under the folder imported.
+
 Episodes: one per trial. The suite is the trials' dataset (``source``), else the job's
 name; the task is ``task_name``; trials of one model and task are its epochs, in the order
 they started. The score is ``rewards["reward"]`` (else the only reward). A trial with
@@ -24,6 +29,7 @@ an ``infra_error``, never a 0, even when the verifier gave a reward after it.
 
 from __future__ import annotations
 
+import json
 from collections import defaultdict
 from pathlib import Path
 from typing import Any
@@ -45,15 +51,21 @@ _TIMEOUTS = ("AgentTimeoutError", "AgentExecutionTimeoutError")
 
 
 def is_job(path: Path) -> bool:
-    """Whether ``path`` is a Harbor job directory (a trial directory with a result in it)."""
+    """Whether ``path`` is a Harbor job directory: a trial directory is right under it."""
     return path.is_dir() and any(_is_trial(d) for d in path.iterdir())
 
 
 def find_jobs(path: Path) -> list[Path]:
-    """``path`` if it is a job, else the jobs directly under it (a ``jobs/`` folder)."""
+    """``path`` if it is a job, else the jobs anywhere under it (a ``jobs/`` folder, or a
+    folder holding one). A job's own subdirectories are not searched further."""
+    if not path.is_dir():
+        return []
     if is_job(path):
         return [path]
-    return sorted(d for d in path.iterdir() if d.is_dir() and is_job(d)) if path.is_dir() else []
+    jobs: list[Path] = []
+    for sub in sorted(d for d in path.iterdir() if d.is_dir() and not d.name.startswith(".")):
+        jobs += find_jobs(sub)
+    return jobs
 
 
 def read(job: Path) -> ImportedRun:
@@ -109,18 +121,29 @@ def read(job: Path) -> ImportedRun:
 
 
 def _is_trial(path: Path) -> bool:
-    """A trial directory: its ``result.json`` is a ``TrialResult`` (Harbor names trials
-    ``<task>__<id>``; the job's own ``result.json`` sits one level up)."""
+    """A trial directory: its ``result.json`` is a ``TrialResult`` (``task_name``,
+    ``trial_name``), not a job's ``JobResult`` (``n_total_trials``, ``stats``,
+    ``trial_results``).
+
+    Told by the content, not the name: Harbor names trials ``<task>__<id>`` but its jobs
+    ``<date>__<time>`` by default, so a folder of jobs looks like a job of trials by name.
+    An unreadable ``result.json`` in a ``<task>__<id>`` directory counts as a trial, so
+    that :func:`read` names the broken file instead of the job being skipped.
+    """
     result = path / "result.json"
     if not (path.is_dir() and result.is_file()):
         return False
-    if "__" in path.name:
-        return True
     try:
-        with open(result, "rb") as f:
-            return b'"trial_name"' in f.read(1 << 16)
-    except OSError:
+        doc = json.loads(result.read_bytes())
+    except (OSError, ValueError):
+        return "__" in path.name
+    if not isinstance(doc, dict) or _JOB_KEYS & doc.keys():
         return False
+    return bool(_TRIAL_KEYS & doc.keys())
+
+
+_TRIAL_KEYS = {"task_name", "trial_name"}
+_JOB_KEYS = {"n_total_trials", "stats", "trial_results"}
 
 
 def _agent(result: dict[str, Any]) -> tuple[str, str]:
