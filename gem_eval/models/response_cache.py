@@ -18,9 +18,10 @@ processes read and write it at once. Nothing expires by itself; ``gem-eval cache
 
 :class:`CachedModel` wraps a model for one episode. A reply served from the cache has
 ``cached=True``, ``latency_s=0``, no retries and ``usage.cost_usd=0.0`` (nothing was spent
-on it; its token counts are kept, so token limits cut a replayed episode where they cut
-the first one). Only successful replies are stored: a failed call is never replayed from
-the cache.
+on it), or ``None`` when the stored reply's cost was ``None`` (a model without a known
+price: its cost stays unknown rather than a made-up 0). Its token counts are kept, so token
+limits cut a replayed episode where they cut the first one. Only successful replies are
+stored: a failed call is never replayed from the cache.
 """
 
 from __future__ import annotations
@@ -311,7 +312,10 @@ class CachedModel(Model):
         # The file is shared with other processes: never wait on its lock in the event loop.
         stored = await asyncio.to_thread(self.cache.get, key)
         if stored is not None:
-            usage = stored.usage.model_copy(update={"cost_usd": 0.0})
+            # Nothing was spent on it: 0.0 for a priced model, but an unpriced one's
+            # cost stays unknown (None), so that a table shows "-", not a made-up 0.
+            cost = None if stored.usage.cost_usd is None else 0.0
+            usage = stored.usage.model_copy(update={"cost_usd": cost})
             return stored.model_copy(
                 update={"cached": True, "latency_s": 0.0, "retries": 0, "usage": usage}
             )

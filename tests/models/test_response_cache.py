@@ -92,6 +92,22 @@ def test_a_cached_reply_cost_nothing_and_keeps_its_tokens(
     assert second.usage.output_tokens == first.usage.output_tokens > 0
 
 
+def test_a_cached_reply_of_an_unpriced_model_keeps_its_cost_unknown(
+    openai_server: FakeOpenAIServer, tmp_path: Path
+) -> None:
+    cache = ResponseCache(tmp_path / "r.sqlite")
+
+    async def main() -> tuple[ModelOutput, ModelOutput]:
+        async with client(openai_server, "openai/no-such-price", backend="litellm") as model:
+            return await ask(model, cache), await ask(model, cache)
+
+    first, second = asyncio.run(main())
+    assert len(openai_server.requests) == 1
+    assert first.usage.cost_usd is None  # litellm knows no price for it
+    assert second.cached and second.usage.cost_usd is None
+    assert second.usage.input_tokens == first.usage.input_tokens > 0
+
+
 CHANGES: dict[str, dict[str, Any]] = {
     "epoch": {"salt": {"epoch": 1, "seed": 0}},
     "seed": {"salt": {"epoch": 0, "seed": 1}},
