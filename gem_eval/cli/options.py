@@ -63,18 +63,21 @@ TaskGlobs = Annotated[
     list[str] | None,
     typer.Option(
         "--task",
-        help="Only the tasks whose id matches this glob ('tb/hello-*'). Repeatable.",
+        metavar="GLOB",
+        help="Only the tasks whose id matches this glob ('terminal/fix-*'). Repeatable.",
     ),
 ]
 SampleIds = Annotated[
     str | None,
     typer.Option(
-        "--sample", help="Only these sample indices of each task: 0,3,10-19 (keys unchanged)."
+        "--sample",
+        metavar="IDS",
+        help="Only these sample indices of each task: 0,3,10-19 (keys unchanged).",
     ),
 ]
 Categories = Annotated[
     list[str] | None,
-    typer.Option("--category", help="Only the tasks of this category. Repeatable."),
+    typer.Option("--category", metavar="NAME", help="Only the tasks of this category. Repeatable."),
 ]
 
 ExecutorName = Annotated[
@@ -113,7 +116,7 @@ def selection_options(
 
     given = {
         "tasks": list(tasks) if tasks else None,
-        "samples": sorted(set(parse_sample_ids(samples))) if samples else None,
+        "samples": sorted(set(parse_sample_ids(samples))) if samples is not None else None,
         "categories": list(categories) if categories else None,
     }
     return {k: v for k, v in given.items() if v is not None}

@@ -182,23 +182,29 @@ def run_summary(results_dir: Any, run_id: str, summary: Any) -> None:
         print_whole(summary_table(summarize(frame, by=("model", "task_id")), title=title))
     for line in outcome_lines(summary.outcomes, summary.first_errors):
         console.print(line, markup=False)
-    if summary.judged:
+    if summary.judged or summary.judge_failed:
+        failed = f", {summary.judge_failed} failed (judge_error)" if summary.judge_failed else ""
         console.print(
-            f"judge: {summary.judged} episodes graded, ${summary.judge_cost_usd:.4f} "
+            f"judge: {summary.judged} episodes graded{failed}, ${summary.judge_cost_usd:.4f} "
             "(apart from the judged models' cost; the budget counts both)",
             markup=False,
         )
     if summary.cache is not None:
         hits, misses = summary.cache.get("hits", 0), summary.cache.get("misses", 0)
         console.print(
-            f"response cache: {hits} replies from the cache, {misses} model calls made "
-            "(stored for next time)",
+            f"response cache: {hits} replies from the cache, {misses} model calls made",
             markup=False,
         )
     if summary.gave_up:
         console.print(
             f"  {summary.gave_up} of them had their last attempt (--max-attempts): "
             "--resume will not play them again",
+            markup=False,
+        )
+    if summary.given_up_before:
+        console.print(
+            f"  {summary.given_up_before} episodes were given up before (--max-attempts) and "
+            "stay unscored: --resume with a higher --max-attempts plays them again",
             markup=False,
         )
 

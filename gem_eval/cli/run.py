@@ -63,8 +63,10 @@ def run(
     max_cost: Annotated[
         float | None,
         typer.Option(
+            min=0,
+            metavar="USD",
             help="The run's budget in USD: once spent, no new model call starts (what "
-            "can overshoot: the calls already in flight)."
+            "can overshoot: the calls already in flight).",
         ),
     ] = None,
     cache: Annotated[
@@ -87,6 +89,8 @@ def run(
     confirm_above: Annotated[
         float | None,
         typer.Option(
+            min=0,
+            metavar="USD",
             help="Ask before a run estimated to cost more than this many USD (without a "
             "terminal: refuse unless --yes).",
         ),
@@ -102,8 +106,8 @@ def run(
         int | None,
         typer.Option(
             min=1,
-            help="Calls in flight to each model at first (backs off on 429s, recovers); "
-            "default: --concurrency.",
+            show_default="--concurrency",
+            help="Calls in flight to each model at first (backs off on 429s, recovers).",
         ),
     ] = None,
     max_retries: Annotated[
@@ -132,8 +136,8 @@ def run(
         bool,
         typer.Option(
             help="With --resume: accept changes to what the run measures (seed, -M, "
-            "--max-turns, --limit, --epochs, --sandbox, --image-map, --no-network, a changed "
-            "suite file)."
+            "--max-turns, --limit, --epochs, --sandbox, --image-map, --no-network, --task, "
+            "--sample, --category, a changed suite file)."
         ),
     ] = False,
     results_dir: ResultsDir = DEFAULT_RESULTS_DIR,
@@ -146,15 +150,18 @@ def run(
 ) -> None:
     """Run a suite: every task, sample and epoch, for every model; record and score it.
 
-    Exit codes: 0 every episode scored; 3 some were not (infrastructure or env errors,
-    cancelled: recorded, and --resume plays them again); 4 --max-cost stopped the run;
+    Exit codes: 0 every episode scored; 3 some were not (infrastructure, env or judge
+    errors, cancelled: recorded, and --resume plays them again; or given up after
+    --max-attempts); 4 --max-cost stopped the run;
     130 interrupted (resumable); 2 bad input, or a model's configuration error (a refused
     key, an unknown model, an unreachable server: the run stops at the first); 1 a
     failure of gem-eval itself (harness_error, a full disk).
 
     --resume may change how models are reached and the run's pace (--model-base-url,
     --model-backend, --api-key-env, --timeout, --max-retries, --max-connections,
-    --concurrency, --max-cost); changes to what is measured need --force.
+    --concurrency, --max-cost, --max-attempts, --cache); changes to what is measured
+    (seed, -M, --max-turns, --limit, --epochs, --sandbox, --image-map, --no-network,
+    --task, --sample, --category, the suite file) need --force.
     """
     _, summary = play_suite(
         suite,
@@ -234,6 +241,7 @@ def play_suite(
 
     from gem_eval.cli import render
     from gem_eval.cli.progress import LiveProgress, PlainProgress
+    from gem_eval.outcomes import OUTCOMES
     from gem_eval.records import ModelSpec
     from gem_eval.runner.resume import ResumeRequest
     from gem_eval.runner.session import RunOptions, execute_run, plan_run
@@ -333,8 +341,27 @@ def play_suite(
         render.console.print(f"interrupted: resume with gem-eval {command} --resume {run_id}")
     elif summary.failure() is not None:
         print(f"error: {summary.failure()}", file=sys.stderr)
+    elif summary.status == "budget_exhausted":
+        cap = plan.manifest.max_cost_usd or 0.0
+        recorded = sum(summary.outcomes.values()) - summary.outcomes["cancelled"]
+        render.console.print(
+            f"stopped by --max-cost: ${summary.cost_usd:.6f} spent of ${cap:g}; "
+            f"{len(plan.todo) - recorded} episodes not played: gem-eval {command} --resume "
+            f"{run_id} --max-cost MORE plays them",
+            markup=False,
+        )
     elif summary.exit_code == 3:
-        render.console.print(f"to play them again: gem-eval {command} --resume {run_id}")
+        replayed = (
+            sum(n for o, n in summary.outcomes.items() if not OUTCOMES[o].scored) - summary.gave_up
+        )
+        if replayed > 0:
+            render.console.print(f"to play them again: gem-eval {command} --resume {run_id}")
+        else:
+            render.console.print(
+                f"to play the given-up episodes again: gem-eval {command} --resume {run_id} "
+                "--max-attempts MORE",
+                markup=False,
+            )
     return run_id, summary
 
 
@@ -359,7 +386,7 @@ def _estimate(
     estimate = estimate_run(
         preview.episodes,
         results_dir=results_dir if results_dir.is_dir() else None,
-        concurrency=options.concurrency,
+        concurrency=preview.concurrency,
         suite=preview.suite,
         suite_hash=preview.suite_hash,
     )

@@ -53,9 +53,13 @@ class RunSummary:
         cost_usd: What the run has cost, earlier sessions included.
         cache: This session's response-cache ``hits`` and ``misses`` (``--cache``;
             ``None``: no cache).
-        judged: Episodes a judge graded (or failed to) in this session.
+        judged: Episodes a judge graded in this session.
+        judge_failed: Episodes whose judge failed (``judge_error``) in this session.
         judge_cost_usd: What their judge calls cost (part of ``cost_usd``: the budget
             counts every call; shown apart from the judged models').
+        given_up_before: Episodes given up in earlier sessions (their last attempt ended
+            unscored: ``--max-attempts``) that this session did not play: the run is
+            ``incomplete`` while there are any.
     """
 
     status: RunStatus
@@ -67,7 +71,9 @@ class RunSummary:
     skipped: int = 0
     cache: dict[str, int] | None = None
     judged: int = 0
+    judge_failed: int = 0
     judge_cost_usd: float = 0.0
+    given_up_before: int = 0
 
     @property
     def exit_code(self) -> int:
@@ -79,7 +85,7 @@ class RunSummary:
                 return _EXIT_CODES[exit_class]
         if self.status == "budget_exhausted":  # its cut episodes are cancelled: say why
             return EXIT_BUDGET
-        if "incomplete" in classes:
+        if "incomplete" in classes or self.status == "incomplete":
             return EXIT_INCOMPLETE
         return EXIT_OK
 
@@ -100,7 +106,7 @@ class RunSummary:
         classes = {OUTCOMES[o].exit_class for o, n in self.outcomes.items() if n}
         if self.stopped_by is not None or "harness" in classes:
             self.status = "failed"
-        elif "incomplete" in classes and self.status == "finished":
+        elif ("incomplete" in classes or self.given_up_before) and self.status == "finished":
             self.status = "incomplete"
 
 
@@ -215,7 +221,10 @@ class Runner:
         summary.cost_usd += record.cost_usd or 0.0
         if record.judge is not None:
             judge_cost = record.judge.usage.cost_usd or 0.0
-            summary.judged += 1
+            if record.judge.score is not None:
+                summary.judged += 1
+            else:
+                summary.judge_failed += 1
             summary.judge_cost_usd += judge_cost
             summary.cost_usd += judge_cost
         error = record.trajectory.error if record.trajectory is not None else None

@@ -69,6 +69,8 @@ class PlannedRun:
     todo: list[EpisodeSpec]
     done: Counter[str]
     totals: Counter[str]
+    given_up: int = 0
+    """Episodes given up in earlier sessions (``--max-attempts``): not played now."""
 
 
 def plan_run(
@@ -150,10 +152,18 @@ def plan_run(
         )
         run_dir = RunDir.create(results_dir, manifest)
     manifest.episodes_planned = len(specs)
-    todo = _still_to_play(specs, run_dir.history(CAPPED_OUTCOMES), options.max_attempts)
+    history = run_dir.history(CAPPED_OUTCOMES)
+    todo = _still_to_play(specs, history, options.max_attempts)
     totals = Counter(s.task.id for s in specs)
     done = totals - Counter(s.task.id for s in todo)
-    return PlannedRun(run_dir, manifest, todo, done, totals)
+    given_up = sum(
+        1
+        for spec in specs
+        if (last := history.get(spec.key)) is not None
+        and OUTCOMES[last[0]].capped
+        and last[1] >= options.max_attempts
+    )
+    return PlannedRun(run_dir, manifest, todo, done, totals, given_up)
 
 
 @dataclass
@@ -164,6 +174,8 @@ class Preview:
     suite: str
     suite_hash: str
     episodes: list[EpisodeSpec]
+    concurrency: int
+    """The run's episodes in flight (a resumed run's own unless changed)."""
 
 
 def preview_run(
@@ -181,14 +193,15 @@ def preview_run(
 
     if resume is not None:
         plan = plan_run(suite_ref, models, options, results_dir, resume=resume, request=request)
-        return Preview(plan.manifest.suite, plan.manifest.suite_hash, plan.todo)
+        played = RunOptions(**plan.manifest.extra["options"])
+        return Preview(plan.manifest.suite, plan.manifest.suite_hash, plan.todo, played.concurrency)
     if suite_ref is None:
         raise UserError("give --suite (or --resume RUN_ID)")
     if not models:
         raise UserError("give at least one --model")
     suite = load_suite(suite_ref)
     digest = suite.digest(seed=options.seed, overrides=options.overrides)
-    return Preview(suite.name, digest, _episodes(suite, models, options))
+    return Preview(suite.name, digest, _episodes(suite, models, options), options.concurrency)
 
 
 def _episodes(suite: Any, models: Sequence[ModelSpec], options: RunOptions) -> list[EpisodeSpec]:
@@ -286,6 +299,7 @@ async def execute_run(
         max_cost_usd=options.max_cost_usd,
         spent_usd=spent,
     )
+    runner.summary.given_up_before = plan.given_up
     failing = False
     try:
         tasks = list({spec.task.id: spec.task for spec in plan.todo}.values())

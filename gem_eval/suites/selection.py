@@ -92,12 +92,19 @@ class Selection:
         return " ".join(parts)
 
 
+MAX_SAMPLE_IDS = 1_000_000
+"""The most sample indices ``--sample`` may name (a run of more is no selection)."""
+
+
 def parse_sample_ids(text: str) -> tuple[int, ...]:
     """``"0,3,10-12"`` -> ``(0, 3, 10, 11, 12)``.
 
     Raises:
-        UserError: Not a list of non-negative integers and ``a-b`` ranges.
+        UserError: Not a list of non-negative integers and ``a-b`` ranges, or more than
+            :data:`MAX_SAMPLE_IDS` of them.
     """
+    if not text.strip():
+        raise UserError("--sample takes sample indices and ranges like 0,3,10-19; got nothing")
     ids: list[int] = []
     for part in (p.strip() for p in text.split(",")):
         low, dash, high = part.partition("-")
@@ -110,6 +117,11 @@ def parse_sample_ids(text: str) -> tuple[int, ...]:
             ) from None
         if first < 0 or last < first:
             raise UserError(f"--sample: {part!r} is no range of sample indices (0, 1, ...)")
+        if len(ids) + last - first + 1 > MAX_SAMPLE_IDS:
+            raise UserError(
+                f"--sample {text}: more than {MAX_SAMPLE_IDS:,} samples; name fewer "
+                "(or drop --sample to play them all)"
+            )
         ids.extend(range(first, last + 1))
     return tuple(ids)
 

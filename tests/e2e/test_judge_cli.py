@@ -42,6 +42,7 @@ def test_a_judged_suite_scores_by_the_judge_and_resumes_its_failures(
     failed = gem_eval(*run_args(openai_server, suite), results=results)
     assert failed.returncode == 3, failed.stderr + failed.stdout
     assert "2 judge_error" in failed.stdout + failed.stderr
+    assert "judge: 0 episodes graded, 2 failed (judge_error), $0.0000" in failed.stdout
     assert f"judge 'openai/{JUDGE}'" in failed.stdout + failed.stderr  # its first error
     [run] = run_dirs(results)
     first = records(run)

@@ -244,6 +244,12 @@ def test_resume_gives_up_on_an_episode_after_max_attempts(suite: Path, tmp_path:
     with Index.for_root(results) as index:
         board = summarize(index.episodes_frame(run_ids=[run_id]))
     assert int(board.loc[0, "gave_up"]) == 3 and int(board.loc[0, "infra_error"]) == 3
+    # A resume with nothing left to play is still no finished run: 3 stay unscored.
+    idle = plan_run(None, [], RunOptions(), results, resume=run_id)
+    assert idle.given_up == 3
+    summary = asyncio.run(execute_run(idle, model_factory=lambda spec: failing))
+    assert (summary.status, summary.exit_code, summary.given_up_before) == ("incomplete", 3, 3)
+    assert plan.run_dir.read_manifest().status == "incomplete"
 
     # Cancelled attempts (Ctrl-C) do not count; a raised --max-attempts plays them again.
     more = plan_run(

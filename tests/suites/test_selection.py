@@ -40,9 +40,11 @@ def keys(suite_path: Path, **select: object) -> list[str]:
 
 def test_parse_sample_ids_takes_indices_and_ranges() -> None:
     assert parse_sample_ids("0,3,10-12") == (0, 3, 10, 11, 12)
-    for bad in ("a", "3-1", "-1", "1,,2", "1-"):
+    for bad in ("a", "3-1", "-1", "1,,2", "1-", "", " "):
         with pytest.raises(UserError):
             parse_sample_ids(bad)
+    with pytest.raises(UserError, match="more than 1,000,000 samples"):
+        parse_sample_ids("0-999999999999")  # refused at once, nothing built
 
 
 def test_a_task_glob_keeps_matching_tasks_for_every_model(suite_path: Path) -> None:
