@@ -3,8 +3,7 @@
 from __future__ import annotations
 
 import sys
-from enum import Enum
-from typing import TYPE_CHECKING, Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any, cast
 
 import typer
 
@@ -12,23 +11,23 @@ from gem_eval.cli.options import DEFAULT_RESULTS_DIR, ResultsDir, check_results_
 from gem_eval.errors import UserError
 
 if TYPE_CHECKING:
+    from gem_eval.records import Scorer
     from gem_eval.runner.rescore import RescoreSummary
 
 
-class ScorerName(str, Enum):
-    """The scorers ``--scorer`` offers."""
-
-    success = "success"
-    return_ = "return"
-    discounted_return = "discounted_return"
-    judge = "judge"
+SCORERS = ("success", "return", "discounted_return", "judge")
+"""The scorers ``--scorer`` offers: :data:`gem_eval.records.Scorer`'s values (spelled out
+here so that ``--help`` does not import the records)."""
 
 
 def rescore(
     run_id: Annotated[str, typer.Argument(help="The run to re-score: a run id, or 'latest'.")],
     scorer: Annotated[
-        ScorerName | None,
-        typer.Option(help="Score every task with this scorer (default: each task's own)."),
+        str | None,
+        typer.Option(
+            metavar="[" + "|".join(SCORERS) + "]",
+            help="Score every task with this scorer (default: each task's own).",
+        ),
     ] = None,
     judge: Annotated[
         str | None,
@@ -57,6 +56,10 @@ def rescore(
     from gem_eval.judge import JudgeSpec
     from gem_eval.runner.rescore import rescore_run
 
+    if scorer is not None and scorer not in SCORERS:
+        # One line, as every user error (Click's choice error is a three-line block).
+        choices = ", ".join(SCORERS[:-1]) + f" or {SCORERS[-1]}"
+        raise UserError(f"unknown scorer {scorer!r}: choose {choices}")
     check_results_dir(results_dir)
     if judge is None and (judge_base_url is not None or judge_backend != "litellm"):
         raise UserError("--judge-base-url and --judge-backend go with --judge MODEL")
@@ -70,7 +73,7 @@ def rescore(
             rescore_run(
                 results_dir,
                 run_id,
-                scorer=None if scorer is None else scorer.value,
+                scorer=cast("Scorer | None", scorer),  # checked against SCORERS above
                 judge=spec,
                 concurrency=concurrency,
                 progress=progress,

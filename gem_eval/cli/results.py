@@ -131,7 +131,11 @@ def import_command(
     ],
     source: Annotated[
         str | None,
-        typer.Option("--source", help="inspect, harbor or lm-eval (default: told from PATH)."),
+        typer.Option(
+            "--source",
+            metavar="[inspect|harbor|lm-eval]",
+            help="The harness that wrote PATH (default: told from PATH).",
+        ),
     ] = None,
     results_dir: ResultsDir = DEFAULT_RESULTS_DIR,
 ) -> None:

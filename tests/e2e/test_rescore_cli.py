@@ -121,3 +121,20 @@ def test_rescore_of_an_unknown_run_is_one_line(tmp_path: Path) -> None:
     assert result.stderr.strip().splitlines() == [
         f"error: no run 'nope': there are no runs in {tmp_path / 'results'}"
     ]
+
+
+def test_an_unknown_scorer_is_one_line_and_help_lists_the_scorers(tmp_path: Path) -> None:
+    from typing import get_args
+
+    from gem_eval.cli.rescore import SCORERS
+    from gem_eval.records import Scorer
+
+    assert get_args(Scorer) == SCORERS
+    (tmp_path / "results").mkdir()
+    result = gem_eval("rescore", "latest", "--scorer", "retrun", results=tmp_path / "results")
+    assert result.returncode == 2
+    assert result.stderr.strip().splitlines() == [
+        "error: unknown scorer 'retrun': choose success, return, discounted_return or judge"
+    ]
+    shown = gem_eval("rescore", "--help", results=tmp_path / "results")
+    assert "--scorer [success|return|discounted_return|judge]" in shown.stdout

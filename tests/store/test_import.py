@@ -529,6 +529,7 @@ def test_cli_import_prints_runs_and_refuses_bad_input(
     for argv, expected in (
         ([str(samples)], f"error: {samples}:3: not JSON"),
         ([str(job), "--source", "nope"], "error: unknown source 'nope'"),
+        ([str(tmp_path / "missing"), "--source", "nope"], "error: unknown source 'nope'"),
         ([str(tmp_path / "missing.eval")], "no such file"),
         ([str(job)], "already imported as run"),
     ):
@@ -538,6 +539,8 @@ def test_cli_import_prints_runs_and_refuses_bad_input(
         assert exit_info.value.code == 2
         assert err.startswith(expected) or expected in err, err
         assert "Traceback" not in err and len(err.strip().splitlines()) == 1
+    shown = cli("results", "import", "--help")
+    assert "--source [inspect|harbor|lm-eval]" in shown.output
 
 
 def test_corpus_metric_and_unreadable_score_are_refused(tmp_path: Path) -> None:

@@ -78,10 +78,10 @@ def read_runs(path: str | Path, *, source: str | None = None) -> list[ImportedRu
     """
     from gem_eval.store.importers import harbor, inspect, lm_eval
 
+    wanted = _source(source)
     path = Path(path)
     if not path.exists():
         raise UserError(f"{path}: no such file or directory")
-    wanted = _source(source)
     runs: list[ImportedRun] = []
     # A directory may hold several kinds (a folder of Harbor jobs beside inspect_ai logs):
     # each is read once, and no file inside a Harbor job is read as another kind.
