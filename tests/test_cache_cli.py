@@ -74,15 +74,71 @@ def test_clear_older_than_removes_only_old_entries(filled: Path) -> None:
     assert entries() == {"openai/a": 1, "openai/b": 1}
 
 
-def test_clear_asks_first_unless_yes(filled: Path) -> None:
+def test_clear_asks_first_on_a_terminal_unless_yes(
+    filled: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr("gem_eval.cli.cache._interactive", lambda: True)
     refused = runner.invoke(app, ["cache", "clear", "--model", "openai/a"], input="n\n")
-    assert refused.exit_code == 1 and "remove 2 cached replies" in refused.output
+    assert refused.exit_code == 0, refused.output
+    assert "remove 2 cached replies" in refused.output
+    assert refused.output.splitlines()[-1] == "not cleared: nothing removed"
+    assert "Aborted" not in refused.output
     assert entries() == {"openai/a": 2, "openai/b": 1}
     agreed = runner.invoke(app, ["cache", "clear", "--model", "openai/a"], input="y\n")
     assert agreed.exit_code == 0 and "removed 2 cached replies" in agreed.output
     assert entries() == {"openai/b": 1}
     everything = runner.invoke(app, ["cache", "clear", "--yes"])
     assert everything.exit_code == 0 and entries() == {}
+
+
+def test_clear_without_a_terminal_is_refused_in_one_line_unless_yes(filled: Path) -> None:
+    result = subprocess.run(
+        [sys.executable, "-m", "gem_eval", "cache", "clear", "--older-than", "7d"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        stdin=subprocess.DEVNULL,
+    )
+    assert result.returncode == 2, result
+    assert result.stderr.strip().splitlines() == [
+        f"error: remove 1 cached replies from {filled}: not a terminal to ask, pass --yes"
+    ]
+    assert "Aborted" not in result.stdout + result.stderr
+    assert entries() == {"openai/a": 2, "openai/b": 1}
+
+
+def test_clear_of_a_model_not_cached_names_the_models_that_are(filled: Path) -> None:
+    result = runner.invoke(app, ["cache", "clear", "--model", "nosuch", "--yes"])
+    assert result.exit_code == 0, result.output
+    assert result.output.strip() == (
+        "removed 0 cached replies (no reply of nosuch; the cache holds replies of: "
+        "openai/a, openai/b)"
+    )
+    old_only = runner.invoke(app, ["cache", "clear", "--model", "openai/b", "--older-than", "7d"])
+    assert old_only.output.strip() == "removed 0 cached replies"  # the model is there
+
+
+def test_looking_at_a_cache_not_made_yet_creates_nothing(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    root = tmp_path / "never-used"
+    monkeypatch.setenv("GEM_EVAL_CACHE", str(root))
+    for argv in (["cache", "stats"], ["cache", "clear", "--yes"]):
+        result = runner.invoke(app, argv)
+        assert result.exit_code == 0, result.output
+        expected = f"no response cache yet at {root / 'responses' / 'responses.sqlite'}"
+        assert result.output.replace("\n", "") == expected
+    assert not root.exists()
+
+
+def test_help_names_the_cache_file_and_every_unit() -> None:
+    from gem_eval.cli.cache import _UNITS
+
+    shown = runner.invoke(app, ["cache", "--help"]).output
+    assert "GEM_EVAL_CACHE" in shown and "responses/responses.sqlite" in shown
+    clear_help = " ".join(runner.invoke(app, ["cache", "clear", "--help"]).output.split())
+    units = clear_help.split("Units:")[1]
+    assert all(f"{unit} (" in units for unit in _UNITS)
 
 
 def test_ages_parse_and_bad_ones_are_one_line_user_errors(tmp_path: Path) -> None:
@@ -104,5 +160,6 @@ def test_ages_parse_and_bad_ones_are_one_line_user_errors(tmp_path: Path) -> Non
     )
     assert result.returncode == 2
     assert result.stderr.strip().splitlines() == [
-        "error: --older-than '7x': write a number and a unit, e.g. 30m, 12h, 7d"
+        "error: --older-than '7x': write a number and a unit, e.g. 30m, 12h, 7d "
+        "(units: s, m, h, d, w)"
     ]

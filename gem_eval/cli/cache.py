@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import re
+import sys
 import time
+from pathlib import Path
 from typing import Annotated
 
 import typer
@@ -11,12 +13,17 @@ import typer
 from gem_eval.errors import UserError
 
 cache_app = typer.Typer(
-    help="Inspect and clear the model-response cache (filled by `run --cache`).",
+    help="Inspect and clear the model-response cache (filled by `run --cache`): one SQLite "
+    "file, $GEM_EVAL_CACHE/responses/responses.sqlite (GEM_EVAL_CACHE defaults to "
+    "~/.cache/gem-eval).",
     no_args_is_help=True,
 )
 
 _UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 7 * 86400}
-_AGE = re.compile(r"(\d+(?:\.\d+)?)([smhdw])")
+_UNIT_NAMES = {"s": "seconds", "m": "minutes", "h": "hours", "d": "days", "w": "weeks"}
+_AGE = re.compile(rf"(\d+(?:\.\d+)?)([{''.join(_UNITS)}])")
+UNITS_HELP = ", ".join(f"{unit} ({_UNIT_NAMES[unit]})" for unit in _UNITS)
+"""The units an age accepts, for help and errors: every key of ``_UNITS``."""
 
 
 def parse_age(text: str) -> float:
@@ -27,8 +34,29 @@ def parse_age(text: str) -> float:
     """
     match = _AGE.fullmatch(text.strip())
     if match is None:
-        raise UserError(f"--older-than {text!r}: write a number and a unit, e.g. 30m, 12h, 7d")
+        raise UserError(
+            f"--older-than {text!r}: write a number and a unit, e.g. 30m, 12h, 7d "
+            f"(units: {', '.join(_UNITS)})"
+        )
     return float(match.group(1)) * _UNITS[match.group(2)]
+
+
+def _interactive() -> bool:
+    """Whether a person can answer a question (stdin is a terminal)."""
+    return sys.stdin.isatty()
+
+
+def _existing_cache() -> Path | None:
+    """The cache's file, or ``None`` (and a line saying so) when nothing was cached yet:
+    looking must not create it."""
+    from gem_eval.cli.render import console
+    from gem_eval.models.response_cache import default_path
+
+    path = default_path()
+    if path.exists():
+        return path
+    console.print(f"no response cache yet at {path}", markup=False, highlight=False, soft_wrap=True)
+    return None
 
 
 def _size(size: int) -> str:
@@ -54,7 +82,10 @@ def stats_command() -> None:
     from gem_eval.cli.render import console
     from gem_eval.models.response_cache import ResponseCache
 
-    cache = ResponseCache()
+    path = _existing_cache()
+    if path is None:
+        return
+    cache = ResponseCache(path)
     try:
         stats = cache.stats()
     finally:
@@ -77,22 +108,45 @@ def stats_command() -> None:
 def clear_command(
     older_than: Annotated[
         str | None,
-        typer.Option("--older-than", help="Only entries older than this: 30m, 12h, 7d, 2w."),
+        typer.Option(
+            "--older-than",
+            metavar="AGE",
+            help=f"Only entries older than AGE: a number and a unit, e.g. 30m, 12h, 7d, 2w. "
+            f"Units: {UNITS_HELP}.",
+        ),
     ] = None,
     model: Annotated[str | None, typer.Option("--model", help="Only this model's entries.")] = None,
-    yes: Annotated[bool, typer.Option("--yes", "-y", help="Do not ask.")] = False,
+    yes: Annotated[
+        bool, typer.Option("--yes", "-y", help="Do not ask (needed without a terminal).")
+    ] = False,
 ) -> None:
-    """Remove cached replies (all of them, or the old ones, or one model's)."""
+    """Remove cached replies (all of them, or the old ones, or one model's).
+
+    On a terminal it asks first (no: nothing is removed, exit 0); without one (a pipe,
+    CI) it is refused unless --yes is given."""
     from gem_eval.cli.render import console
     from gem_eval.models.response_cache import ResponseCache
 
     age = parse_age(older_than) if older_than is not None else None
-    cache = ResponseCache()
+    path = _existing_cache()
+    if path is None:
+        return
+    cache = ResponseCache(path)
     try:
         found = cache.count(age, model)
         if found and not yes:
-            typer.confirm(f"remove {found} cached replies from {cache.path}?", abort=True)
+            question = f"remove {found} cached replies from {cache.path}?"
+            if not _interactive():
+                raise UserError(f"{question[:-1]}: not a terminal to ask, pass --yes")
+            if not typer.confirm(question):
+                console.print("not cleared: nothing removed", highlight=False)
+                return
         removed = cache.clear(age, model) if found else 0
+        models = cache.stats().by_model if model is not None and not removed else {}
     finally:
         cache.close()
-    console.print(f"removed {removed} cached replies")
+    line = f"removed {removed} cached replies"
+    if model is not None and model not in models and not removed:
+        held = ", ".join(models) if models else "none"
+        line += f" (no reply of {model}; the cache holds replies of: {held})"
+    console.print(line, markup=False, highlight=False, soft_wrap=True)

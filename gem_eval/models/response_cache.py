@@ -203,9 +203,11 @@ class ResponseCache:
         removed = int(self._execute(f"DELETE FROM responses{condition}", args).rowcount)
         if removed:
             # Give the space back; another process reading at this moment only delays it.
+            # In WAL mode VACUUM writes the compacted file into the log: the checkpoint
+            # after it is what shrinks the file (and empties the log).
             try:
-                self._execute("PRAGMA wal_checkpoint(TRUNCATE)")
                 self._execute("VACUUM")
+                self._execute("PRAGMA wal_checkpoint(TRUNCATE)")
             except ResponseCacheError:
                 pass
         return removed

@@ -321,3 +321,16 @@ def test_the_oracle_is_played_uncached(tmp_path: Path) -> None:
     [record] = _run(LocalExecutor(lambda s: get_model(s.name), cache=cache), model, [spec])
     assert record.success
     assert cache.stats().entries == 0 and cache.counts() == {"hits": 0, "misses": 0}
+
+
+def test_clearing_gives_the_space_back(tmp_path: Path) -> None:
+    cache = ResponseCache(tmp_path / "r.sqlite")
+    for n in range(50):
+        cache.put(f"k{n}", "openai/fake", ModelOutput(text=f"{n}" * 20_000))
+    full = cache.stats().size_bytes
+    assert full > 50 * 20_000
+    assert cache.clear(model="openai/other") == 0
+    assert cache.stats().size_bytes == full  # nothing removed: nothing rewritten
+    assert cache.clear() == 50
+    assert cache.stats().size_bytes < full / 10  # vacuumed, the log truncated
+    cache.close()
