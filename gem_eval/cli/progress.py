@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 from rich.console import Console
 from rich.progress import BarColumn, Progress, TextColumn, TimeRemainingColumn
 
+from gem_eval.cli.streams import write_line
 from gem_eval.outcomes import ERROR_OUTCOMES
 from gem_eval.records import EpisodeRecord
 
@@ -164,7 +165,8 @@ class PlainProgress:
         pass
 
     def _line(self, text: str) -> None:
-        print(f"[gem-eval] {text}", file=self.stream, flush=True)
+        # A reader that left (`| head`) must not fail the run: the line goes nowhere.
+        write_line(self.stream, f"[gem-eval] {text}")
 
 
 def _gib(size: int) -> str:
