@@ -241,6 +241,7 @@ def play_suite(
 
     from gem_eval.cli import render
     from gem_eval.cli.progress import LiveProgress, PlainProgress
+    from gem_eval.cli.streams import guard_std_streams
     from gem_eval.outcomes import OUTCOMES
     from gem_eval.records import ModelSpec
     from gem_eval.runner.resume import ResumeRequest
@@ -296,6 +297,7 @@ def play_suite(
     models = [ModelSpec(name=m, args=args, **given) for m in model or []]
     settings = {k: v for k, v in {**measured, **control}.items() if v is not None}
     options = RunOptions(**settings)
+    guard_std_streams()  # `| head`: a reader that leaves must not fail or stop the run
     render.route_library_log()  # the plan's notices (tasks left out) too
     if dry_run or confirm_above is not None:
         _estimate(suite, models, options, results_dir, resume, request, dry_run, confirm_above, yes)

@@ -96,3 +96,25 @@ def _boxed_seven() -> object:
     from tests.fixtures.openai_server import Reply
 
     return Reply("\\boxed{7}")
+
+
+def test_a_closed_stdout_does_not_cost_the_exit_code(tmp_path: Path) -> None:
+    """``gem-eval run ... | head -1`` with stderr on a file: the summary that rich prints
+    to the closed stdout at the end goes nowhere (rich alone would exit 1); the progress
+    lines still reach stderr."""
+    err = tmp_path / "stderr.txt"
+    results = tmp_path / "results"
+    with serve(latency=0.3) as server, err.open("wb") as sink:
+        server.handler = lambda _body: _boxed_seven()
+        read_end, write_end = os.pipe()
+        proc = start_run(server.base_url, results, True, write_end, sink.fileno())
+        os.close(write_end)
+        first = read_then_leave(read_end)
+        try:
+            code = proc.wait(timeout=240)
+        finally:
+            proc.kill()
+    assert first.startswith(b"run "), first
+    assert code == 0, err.read_text()
+    assert_played_whole(results)
+    assert f"[gem-eval] {EPISODES}/{EPISODES} done" in err.read_text()
