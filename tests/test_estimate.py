@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 from rich.console import Console
 
-from gem_eval.cli.estimate_view import confirm_spend, show_estimate
+from gem_eval.cli.estimate_view import confirm_spend, count, duration, show_estimate, usd
 from gem_eval.errors import UserError
 from gem_eval.estimate import Amount, RunEstimate, estimate_run
 from gem_eval.models.pricing import Price, price_of
@@ -414,6 +414,51 @@ def test_the_table_marks_ceilings_unbounded_and_unknown_figures(tmp_path: Path) 
     assert "unknown" in capped  # no price
     assert "openai/fake: no price known" in text
     assert "fresh: prompt ≈" in text
+
+
+def figures(est: RunEstimate) -> list[str]:
+    """Every number cell of the table: the rows' figures and the totals."""
+    cells = []
+    for row in est.rows:
+        cells += [count(row.calls), count(row.input_tokens), count(row.output_tokens)]
+        cells += [usd(row.usd), duration(row.wall_s)]
+    for field in ("calls", "input_tokens", "output_tokens"):
+        cells.append(count(est.total(field)))
+    return [*cells, usd(est.total("usd")), duration(est.wall_s)]
+
+
+@pytest.mark.parametrize(
+    "model", ["openai/gpt-4o-mini", "openrouter/meta-llama/llama-3.1-405b-instruct-turbo"]
+)
+def test_at_80_columns_every_figure_is_whole_and_the_sources_move_below(
+    tmp_path: Path, model: str
+) -> None:
+    record_run(tmp_path, "2026-12-03T10-00-00-est-abc123", [{"input_tokens": 1234}])
+    specs = specs_for(12) + specs_for(
+        40, task="wordle-hard", limits={"max_turns": 6}, generation={"max_tokens": 400_000}
+    )
+    specs += specs_for(40, model=model, task="wordle-hard", limits={"max_turns": 6})
+    priced = Price(1.5e-7, 6e-7, "litellm price: $0.15/M in, $0.60/M out")
+    est = estimate_run(
+        specs, results_dir=tmp_path, concurrency=8, suite="est", pricing=lambda m: priced
+    )
+    console = Console(record=True, width=80)
+    show_estimate(est, console)
+    text = console.export_text()
+    lines = text.splitlines()
+    assert max(len(line.rstrip()) for line in lines) <= 80
+    assert "…" not in text
+    for cell in figures(est):  # each on one line, not cut, not folded
+        assert any(cell in line for line in lines), (cell, text)
+    below = " ".join(text.split())  # the notes under the table, wrapped at 80
+    assert "guess: from history: 1 episode of run 2026-12-03T10-00-00-est-abc123" in below
+    assert "history:" not in next(line for line in lines if " guess " in line)
+    if len(model) < 30:  # the ids fit as well: whole, on one line each
+        assert all(any(i in line for line in lines) for i in (model, "wordle-hard", "guess"))
+    wide = Console(record=True, width=250)
+    show_estimate(est, wide)  # wide enough: the sources stay a column
+    guess = next(line for line in wide.export_text().splitlines() if " guess " in line)
+    assert "history: 1 episode of run 2026-12-03T10-00-00-est-abc123" in guess
 
 
 def test_a_hosted_task_is_measured_by_its_instruction_without_starting_a_sandbox() -> None:

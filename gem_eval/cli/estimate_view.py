@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import math
 import sys
+from dataclasses import dataclass
 
 from rich.console import Console
 from rich.markup import escape
@@ -16,49 +17,147 @@ from gem_eval.estimate import Amount, RunEstimate
 BOUND = "≤ "
 
 
+_NUMBERS = ("episodes", "calls", "input\ntokens", "output\ntokens", "USD", "wall\ntime")
+"""The figures' headers, two words on two lines so that a column is as narrow as its
+numbers."""
+
+
 def show_estimate(estimate: RunEstimate, out: Console | None = None) -> None:
     """Print the estimate: one row per model and task, totals, then what each figure
-    rests on. Ceilings read ``≤ N``; ``unbounded`` and ``unknown`` say why below."""
-    from gem_eval.cli.render import add_id_column, console, print_whole
+    rests on. Ceilings read ``≤ N``; ``unbounded`` and ``unknown`` say why below.
 
-    table = Table(title=_title(estimate), title_justify="left")
-    add_id_column(table, "model", [r.model for r in estimate.rows], style="bold")
-    add_id_column(table, "task", [r.task_id for r in estimate.rows], style="cyan")
-    for header in ("episodes", "calls", "input tokens", "output tokens", "USD", "wall time"):
-        table.add_column(header, justify="right")
-    table.add_column("from")
-    for row in estimate.rows:
-        table.add_row(
-            escape(row.model),
-            escape(row.task_id),
+    Numbers are never cut or folded: in a terminal too narrow for the whole table, the
+    ``from`` column moves under the table as notes first, then model and task ids fold
+    onto a second line (``out``: print there, at its width, as a terminal would).
+    """
+    from gem_eval.cli.render import console, print_whole
+
+    target = out or console
+    figures = _rows(estimate)
+    width = target.width if out is not None or console.is_terminal else None
+    notes = _notes(estimate)
+    table = _table(estimate, figures, _Layout(sources=True))
+    if width is not None and _minimum(target, table) > width:
+        notes = _source_notes(estimate) + notes
+        for layout in (_Layout(), _Layout(grouped=True), _Layout(grouped=True, fold=True)):
+            table = _table(estimate, figures, layout)
+            if _minimum(target, table) <= width:
+                break
+    if out is None:
+        print_whole(table)
+    else:
+        target.print(table)
+    for note in notes:
+        target.print(f"  {escape(note)}", highlight=False)
+
+
+@dataclass(frozen=True)
+class _Layout:
+    """How the table gives way to a narrow terminal, one step at a time.
+
+    Attributes:
+        sources: The ``from`` column is shown (else its text goes under the table).
+        grouped: A row names each model and its tasks follow, indented (no model
+            column), with one space between columns instead of two.
+        fold: Ids fold onto a second line: the last resort, the figures stay whole.
+    """
+
+    sources: bool = False
+    grouped: bool = False
+    fold: bool = False
+
+
+def _rows(estimate: RunEstimate) -> list[list[str]]:
+    """The figures of each row, then of the total when there are several rows."""
+    rows = [
+        [
             f"{row.episodes:,}",
             count(row.calls),
             count(row.input_tokens),
             count(row.output_tokens),
             usd(row.usd),
             duration(row.wall_s),
-            escape(row.source),
+        ]
+        for row in estimate.rows
+    ]
+    if len(estimate.rows) > 1:
+        rows.append(
+            [
+                f"{estimate.episodes:,}",
+                count(estimate.total("calls")),
+                count(estimate.total("input_tokens")),
+                count(estimate.total("output_tokens")),
+                usd(estimate.total("usd")),
+                duration(estimate.wall_s),
+            ]
         )
+    return rows
+
+
+def _table(estimate: RunEstimate, figures: list[list[str]], layout: _Layout) -> Table:
+    from rich import box
+
+    from gem_eval.cli.render import add_id_column
+
+    # No vertical rules: the figures of a row fit 80 columns.
+    table = Table(
+        title=_title(estimate),
+        title_justify="left",
+        box=box.SIMPLE_HEAD,
+        show_edge=False,
+        pad_edge=False,
+        collapse_padding=True,
+        padding=(0, 0) if layout.grouped else (0, 1),
+    )
+    models = list(dict.fromkeys(r.model for r in estimate.rows))
+    id_columns: list[tuple[str, list[str], str | None]]
+    if layout.grouped:
+        ids = [*models, *(f"  {r.task_id}" for r in estimate.rows)]
+        id_columns = [("model / task", ids, None)]
+    else:
+        id_columns = [
+            ("model", [r.model for r in estimate.rows], "bold"),
+            ("task", [r.task_id for r in estimate.rows], "cyan"),
+        ]
+    for header, column_ids, style in id_columns:
+        if layout.fold:
+            table.add_column(header, overflow="fold", style=style)
+        else:
+            add_id_column(table, header, column_ids, style=style)
+    for n, header in enumerate(_NUMBERS):
+        longest = max(len(line) for line in [*header.split("\n"), *(r[n] for r in figures)])
+        table.add_column(header, justify="right", no_wrap=True, min_width=longest)
+    if layout.sources:
+        table.add_column("from")
+    for model in models:
+        if layout.grouped:
+            table.add_row(f"[bold]{escape(model)}[/]", *[""] * len(_NUMBERS))
+        for row, cells in zip(estimate.rows, figures, strict=False):
+            if row.model != model:
+                continue
+            extra = [escape(row.source)] if layout.sources else []
+            if layout.grouped:
+                table.add_row(f"  [cyan]{escape(row.task_id)}[/]", *cells)
+            else:
+                table.add_row(escape(row.model), escape(row.task_id), *cells, *extra)
     if len(estimate.rows) > 1:
         table.add_section()
-        table.add_row(
-            "[bold]total[/]",
-            "",
-            f"{estimate.episodes:,}",
-            count(estimate.total("calls")),
-            count(estimate.total("input_tokens")),
-            count(estimate.total("output_tokens")),
-            usd(estimate.total("usd")),
-            duration(estimate.wall_s),
-            "",
-        )
-    target = out or console
-    if out is None:
-        print_whole(table, drop=("from",))
-    else:
-        target.print(table)
-    for note in _notes(estimate):
-        target.print(f"  {escape(note)}", highlight=False)
+        task = [] if layout.grouped else [""]
+        table.add_row("[bold]total[/]", *task, *figures[-1], *([""] if layout.sources else []))
+    return table
+
+
+def _minimum(target: Console, table: Table) -> int:
+    """The narrowest the table can be drawn without cutting a no-wrap cell."""
+    return target.measure(table, options=target.options.update_width(10_000)).minimum
+
+
+def _source_notes(estimate: RunEstimate) -> list[str]:
+    """The ``from`` column as lines under the table (one line when all rows share it)."""
+    sources = list(dict.fromkeys(r.source for r in estimate.rows))
+    if len(sources) == 1:
+        return [f"from: {sources[0]}"]
+    return [f"{r.model} {r.task_id}: from {r.source}" for r in estimate.rows]
 
 
 def confirm_spend(
