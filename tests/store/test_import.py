@@ -483,6 +483,7 @@ def test_a_folder_of_jobs_named_as_harbor_names_them(tmp_path: Path, under: str)
     write_harbor_job(jobs, "2026-11-30__11-00-00")
     write_harbor_job(jobs, "2026-11-30__12-00-00")  # a second job of the same trials
     (tmp_path / "everything" / "logs").mkdir(parents=True)
+    (tmp_path / "everything" / "logs" / "loop").symlink_to(tmp_path / "everything")
     write_inspect_json(tmp_path / "everything" / "logs" / "a.json")
     runs = read_runs(tmp_path / under.split("/")[0])
     harbor_runs = [r for r in runs if r.source == "harbor"]

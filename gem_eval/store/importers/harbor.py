@@ -55,16 +55,19 @@ def is_job(path: Path) -> bool:
     return path.is_dir() and any(_is_trial(d) for d in path.iterdir())
 
 
-def find_jobs(path: Path) -> list[Path]:
+def find_jobs(path: Path, _seen: set[Path] | None = None) -> list[Path]:
     """``path`` if it is a job, else the jobs anywhere under it (a ``jobs/`` folder, or a
-    folder holding one). A job's own subdirectories are not searched further."""
-    if not path.is_dir():
+    folder holding one). A job's own subdirectories and hidden folders are not searched;
+    a folder reached twice through a symlink is searched once."""
+    seen = set() if _seen is None else _seen
+    if not path.is_dir() or path.resolve() in seen:
         return []
+    seen.add(path.resolve())
     if is_job(path):
         return [path]
     jobs: list[Path] = []
     for sub in sorted(d for d in path.iterdir() if d.is_dir() and not d.name.startswith(".")):
-        jobs += find_jobs(sub)
+        jobs += find_jobs(sub, seen)
     return jobs
 
 
