@@ -18,8 +18,8 @@ BOUND = "≤ "
 
 
 _NUMBERS = ("episodes", "calls", "input\ntokens", "output\ntokens", "USD", "wall\ntime")
-"""The figures' headers, two words on two lines so that a column is as narrow as its
-numbers."""
+"""The figures' headers; without rules, two words on two lines so that a column is as
+narrow as its numbers."""
 
 
 def show_estimate(estimate: RunEstimate, out: Console | None = None) -> None:
@@ -36,10 +36,16 @@ def show_estimate(estimate: RunEstimate, out: Console | None = None) -> None:
     figures = _rows(estimate)
     width = target.width if out is not None or console.is_terminal else None
     notes = _notes(estimate)
-    table = _table(estimate, figures, _Layout(sources=True))
+    table = _table(estimate, figures, _Layout(sources=True, boxed=True))
     if width is not None and _minimum(target, table) > width:
         notes = _source_notes(estimate) + notes
-        for layout in (_Layout(), _Layout(grouped=True), _Layout(grouped=True, fold=True)):
+        narrower = (
+            _Layout(boxed=True),
+            _Layout(),
+            _Layout(grouped=True),
+            _Layout(grouped=True, fold=True),
+        )
+        for layout in narrower:
             table = _table(estimate, figures, layout)
             if _minimum(target, table) <= width:
                 break
@@ -57,12 +63,15 @@ class _Layout:
 
     Attributes:
         sources: The ``from`` column is shown (else its text goes under the table).
+        boxed: Rules between the columns (else two spaces: eight columns of figures fit
+            80 columns).
         grouped: A row names each model and its tasks follow, indented (no model
             column), with one space between columns instead of two.
         fold: Ids fold onto a second line: the last resort, the figures stay whole.
     """
 
     sources: bool = False
+    boxed: bool = False
     grouped: bool = False
     fold: bool = False
 
@@ -99,16 +108,18 @@ def _table(estimate: RunEstimate, figures: list[list[str]], layout: _Layout) -> 
 
     from gem_eval.cli.render import add_id_column
 
-    # No vertical rules: the figures of a row fit 80 columns.
-    table = Table(
-        title=_title(estimate),
-        title_justify="left",
-        box=box.SIMPLE_HEAD,
-        show_edge=False,
-        pad_edge=False,
-        collapse_padding=True,
-        padding=(0, 0) if layout.grouped else (0, 1),
-    )
+    if layout.boxed:
+        table = Table(title=_title(estimate), title_justify="left")
+    else:
+        table = Table(
+            title=_title(estimate),
+            title_justify="left",
+            box=box.SIMPLE_HEAD,
+            show_edge=False,
+            pad_edge=False,
+            collapse_padding=True,
+            padding=(0, 0) if layout.grouped else (0, 1),
+        )
     models = list(dict.fromkeys(r.model for r in estimate.rows))
     id_columns: list[tuple[str, list[str], str | None]]
     if layout.grouped:
@@ -124,7 +135,8 @@ def _table(estimate: RunEstimate, figures: list[list[str]], layout: _Layout) -> 
             table.add_column(header, overflow="fold", style=style)
         else:
             add_id_column(table, header, column_ids, style=style)
-    for n, header in enumerate(_NUMBERS):
+    for n, two_lines in enumerate(_NUMBERS):
+        header = two_lines.replace("\n", " ") if layout.boxed else two_lines
         longest = max(len(line) for line in [*header.split("\n"), *(r[n] for r in figures)])
         table.add_column(header, justify="right", no_wrap=True, min_width=longest)
     if layout.sources:
