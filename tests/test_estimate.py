@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import typer
 from rich.console import Console
 
 from gem_eval.cli.estimate_view import confirm_spend, count, duration, show_estimate, usd
@@ -387,10 +388,15 @@ def test_confirm_spend_refuses_without_a_terminal_unless_yes(
         confirm_spend(est, 0.01, yes=False, interactive=False)
     confirm_spend(est, 0.01, yes=True, interactive=False)
     asked: list[str] = []
-    monkeypatch.setattr("typer.confirm", lambda text, abort: asked.append(text))
+    answer = [True]
+    monkeypatch.setattr("typer.confirm", lambda text: asked.append(text) or answer[0])
     monkeypatch.setattr("gem_eval.cli.estimate_view.show_estimate", lambda e: None)
-    confirm_spend(est, 0.01, yes=False, interactive=True)
+    confirm_spend(est, 0.01, yes=False, interactive=True)  # yes: goes on
     assert len(asked) == 1 and "$0.0200" in asked[0]
+    answer[0] = False  # no: not run, exit 0 (no Click "Aborted!", no exit 1)
+    with pytest.raises(typer.Exit) as stop:
+        confirm_spend(est, 0.01, yes=False, interactive=True)
+    assert stop.value.exit_code == 0
 
 
 def test_the_table_marks_ceilings_unbounded_and_unknown_figures(tmp_path: Path) -> None:

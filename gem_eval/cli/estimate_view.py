@@ -178,11 +178,12 @@ def confirm_spend(
     """Let the run go on, or stop it, under ``--confirm-above threshold_usd``.
 
     An estimate under the threshold, or ``yes``, goes on silently. Otherwise a terminal
-    is asked (no: ``typer.Abort``); without one (CI, a pipe) the run is refused.
+    is asked (no: ``not run``, exit 0, nothing created); without one (CI, a pipe) the run
+    is refused.
 
     Raises:
         UserError: Not a terminal and not ``yes``: says why and how to go on.
-        typer.Abort: The user said no.
+        typer.Exit: The user said no (exit 0: nothing was spent or created).
     """
     reason = estimate.exceeds(threshold_usd)
     if reason is None or yes:
@@ -194,7 +195,9 @@ def confirm_spend(
     import typer
 
     show_estimate(estimate)
-    typer.confirm(f"{reason}. Run it?", abort=True)
+    if not typer.confirm(f"{reason}. Run it?"):
+        print("not run: nothing spent", file=sys.stderr)
+        raise typer.Exit(0)
 
 
 def count(amount: Amount) -> str:
