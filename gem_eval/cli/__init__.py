@@ -17,7 +17,10 @@ def main(argv: list[str] | None = None) -> None:
     import signal
 
     from gem_eval.cli.app import app
+    from gem_eval.cli.streams import guard_std_streams
     from gem_eval.errors import GemEvalError, UserError
+
+    guard_std_streams()  # `gem-eval ... | head`: a reader that leaves is no failure
 
     # litellm would fetch its price list from GitHub at import (and warn three times when
     # offline): the copy it ships is enough. A user's own setting wins.

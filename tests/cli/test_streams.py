@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import sys
 from collections.abc import Iterator
 from typing import TextIO, cast
 
@@ -51,3 +52,23 @@ def test_a_live_pipe_is_left_alone() -> None:
         assert not _is_devnull(write_end)
     assert os.read(read_end, 100) == b"hello\n"
     os.close(read_end)
+
+
+def test_any_command_to_a_closed_pipe_exits_quietly() -> None:
+    """``gem-eval envs list | head -0``: the reader is gone before the first line."""
+    import subprocess
+
+    read, write = os.pipe()
+    os.close(read)
+    try:
+        done = subprocess.run(
+            [sys.executable, "-m", "gem_eval", "envs", "list"],
+            stdout=write,
+            stderr=subprocess.PIPE,
+            text=True,
+            timeout=120,
+        )
+    finally:
+        os.close(write)
+    assert done.returncode == 0, done.stderr
+    assert "Traceback" not in done.stderr and "BrokenPipe" not in done.stderr
