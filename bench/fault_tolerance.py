@@ -113,13 +113,15 @@ def write_suite(root: Path, episodes: int) -> Path:
 class Server:
     """The fake OpenAI server in its own process."""
 
-    def __init__(self, fault_mix: str | None, seed: int, hang_s: float) -> None:
+    def __init__(
+        self, fault_mix: str | None, seed: int, hang_s: float, latency_s: float = LATENCY_S
+    ) -> None:
         command = [
             sys.executable,
             "-m",
             "tests.fixtures.openai_server",
             "--port=0",
-            f"--latency={LATENCY_S}",
+            f"--latency={latency_s}",
             "--scenario=tool_loop",
             f"--tool-calls={CALLS_PER_EPISODE - 1}",
             "--tool-name=search",

@@ -28,64 +28,28 @@ Run: ``.venv/bin/python bench/response_cache.py [--episodes 200] [--latency 0.2]
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import subprocess
 import sys
 import tempfile
 import time
-import urllib.request
 from pathlib import Path
-from typing import Any
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 sys.path.insert(0, str(REPO / "bench"))
 
-from fault_tolerance import ANSWER, CALLS_PER_EPISODE, QUERY, RESULT_MARK, write_suite  # noqa: E402
+from fault_tolerance import (  # noqa: E402
+    CALLS_PER_EPISODE,
+    RESULT_MARK,
+    BenchError,
+    Server,
+    write_suite,
+)
 
 from gem_eval.records import EpisodeRecord  # noqa: E402
 
 CONCURRENCY = 64
-
-
-class BenchError(RuntimeError):
-    """The runs did not do the intended work: no figure is printed."""
-
-
-class Server:
-    """The fake OpenAI server in its own process, playing the search-then-answer loop."""
-
-    def __init__(self, latency: float) -> None:
-        command = [
-            sys.executable,
-            "-m",
-            "tests.fixtures.openai_server",
-            "--port=0",
-            f"--latency={latency}",
-            "--scenario=tool_loop",
-            f"--tool-calls={CALLS_PER_EPISODE - 1}",
-            "--tool-name=search",
-            f"--tool-arguments={json.dumps({'query': QUERY})}",
-            f"--answer=<answer>{ANSWER}</answer>",
-        ]
-        self.process = subprocess.Popen(command, cwd=REPO, stdout=subprocess.PIPE, text=True)
-        assert self.process.stdout is not None
-        line = self.process.stdout.readline()
-        if not line.startswith("READY "):
-            self.close()
-            raise BenchError(f"the fake server did not start: {line!r}")
-        self.base_url = line.split()[1]
-
-    def requests(self) -> int:
-        root = self.base_url.removesuffix("/v1")
-        with urllib.request.urlopen(f"{root}/stats", timeout=30) as response:
-            stats: dict[str, Any] = json.load(response)
-        return int(stats["requests"])
-
-    def close(self) -> None:
-        self.process.terminate()
-        self.process.wait(timeout=30)
 
 
 def run(suite: Path, root: Path, base_url: str, cache: bool) -> tuple[float, list[EpisodeRecord]]:
@@ -134,7 +98,7 @@ def main() -> None:
     parser.add_argument("--latency", type=float, default=0.2, help="the server's seconds a reply")
     args = parser.parse_args()
     calls = args.episodes * CALLS_PER_EPISODE
-    server = Server(args.latency)
+    server = Server(None, seed=0, hang_s=300.0, latency_s=args.latency)
     try:
         with tempfile.TemporaryDirectory(prefix="gem-eval-bench-cache-") as tmp:
             root = Path(tmp)
@@ -142,11 +106,11 @@ def main() -> None:
             walls, seen = [], []
             runs: list[list[EpisodeRecord]] = []
             for name, cache in (("plain", False), ("storing", True), ("rerun", True)):
-                before = server.requests()
+                before = server.stats()["requests"]
                 wall, records = run(suite, root, server.base_url, cache)
                 check_episodes(name, records, args.episodes)
                 walls.append(wall)
-                seen.append(server.requests() - before)
+                seen.append(server.stats()["requests"] - before)
                 runs.append(records)
                 print(f"[{name}] wall={wall:.2f}s calls={seen[-1]}", file=sys.stderr)
     finally:

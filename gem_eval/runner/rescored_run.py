@@ -32,14 +32,14 @@ def new_manifest(
     old: RunManifest, run_id: str, tasks: list[TaskSpec], origin: dict[str, Any]
 ) -> RunManifest:
     """The manifest of ``old`` re-scored as run ``run_id`` with ``tasks``."""
-    from gem_eval.runner.session import _git_commit
+    from gem_eval.runner.session import git_commit
 
     return old.model_copy(
         update={
             "run_id": run_id,
             "tasks": tasks,
             "gem_eval_version": __version__,
-            "git_commit": _git_commit(),
+            "git_commit": git_commit(),
             "host": platform.node(),
             "started_at": time.time(),
             "finished_at": None,

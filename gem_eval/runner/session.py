@@ -16,7 +16,7 @@ from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from gem_eval._version import __version__
 from gem_eval.errors import StoreWriteError, UserError
@@ -28,6 +28,9 @@ from gem_eval.runner.provision import Provisioner
 from gem_eval.runner.resume import ResumeRequest
 from gem_eval.runner.runner import Runner, RunSummary
 from gem_eval.suites.selection import Selection
+
+if TYPE_CHECKING:
+    from gem_eval.suites import Suite
 
 
 @dataclass
@@ -120,13 +123,7 @@ def plan_run(
         manifest.max_cost_usd = options.max_cost_usd
         manifest.sessions.append(session)
     else:
-        if suite_ref is None:
-            raise UserError("give --suite (or --resume RUN_ID)")
-        if not models:
-            raise UserError("give at least one --model")
-        suite = load_suite(suite_ref)
-        if suite.cache and not options.cache:  # the suite's `cache: true`
-            options = replace(options, cache=True)
+        suite, options = _new_run(suite_ref, models, options)
     specs = _episodes(suite, models, options)
     if resume is None:
         from gem_eval.store.run_id import new_run_id
@@ -144,7 +141,7 @@ def plan_run(
             seed=options.seed,
             epochs=max((s.epoch for s in specs), default=0) + 1,
             gem_eval_version=__version__,
-            git_commit=_git_commit(),
+            git_commit=git_commit(),
             host=platform.node(),
             started_at=time.time(),
             max_cost_usd=options.max_cost_usd,
@@ -189,22 +186,32 @@ def preview_run(
 ) -> Preview:
     """What :func:`plan_run` with the same arguments would play, creating nothing (a
     resumed run: the episodes still missing)."""
-    from gem_eval.suites import load_suite
-
     if resume is not None:
         plan = plan_run(suite_ref, models, options, results_dir, resume=resume, request=request)
         played = RunOptions(**plan.manifest.extra["options"])
         return Preview(plan.manifest.suite, plan.manifest.suite_hash, plan.todo, played.concurrency)
+    suite, options = _new_run(suite_ref, models, options)
+    digest = suite.digest(seed=options.seed, overrides=options.overrides)
+    return Preview(suite.name, digest, _episodes(suite, models, options), options.concurrency)
+
+
+def _new_run(
+    suite_ref: str | None, models: Sequence[ModelSpec], options: RunOptions
+) -> tuple[Suite, RunOptions]:
+    """A new run's suite, and its options with the suite's own settings (``cache: true``)."""
+    from gem_eval.suites import load_suite
+
     if suite_ref is None:
         raise UserError("give --suite (or --resume RUN_ID)")
     if not models:
         raise UserError("give at least one --model")
     suite = load_suite(suite_ref)
-    digest = suite.digest(seed=options.seed, overrides=options.overrides)
-    return Preview(suite.name, digest, _episodes(suite, models, options), options.concurrency)
+    if suite.cache and not options.cache:
+        options = replace(options, cache=True)
+    return suite, options
 
 
-def _episodes(suite: Any, models: Sequence[ModelSpec], options: RunOptions) -> list[EpisodeSpec]:
+def _episodes(suite: Suite, models: Sequence[ModelSpec], options: RunOptions) -> list[EpisodeSpec]:
     return list(
         suite.episodes(
             list(models),
@@ -426,7 +433,8 @@ def _suite_names(manifest: RunManifest) -> set[str]:
     return names
 
 
-def _git_commit() -> str | None:
+def git_commit() -> str | None:
+    """The commit of the working directory's git checkout, if any (for the manifest)."""
     try:
         out = subprocess.run(
             ["git", "rev-parse", "HEAD"], capture_output=True, text=True, timeout=5, check=True
