@@ -217,14 +217,24 @@ class RayExecutor(Executor):
         return ray
 
     async def _each(self, method: str, *args: Any) -> dict[str, Any]:
-        """Call ``method`` on every node's actor; a node's failure is raised here."""
-        refs = {n: getattr(w, method).remote(*args) for n, w in self.workers.items()}
+        """Call ``method`` on every live node's actor; a node's error is raised here. A
+        node that died (Ray may still list a node killed a moment ago as alive) is
+        dropped as lost, as in :meth:`run`, while another node is left."""
+        live = {n: w for n, w in self.workers.items() if n not in self.lost}
+        refs = {n: getattr(w, method).remote(*args) for n, w in live.items()}
         results = {}
         for node, ref in refs.items():
             try:
                 results[node] = await ref
             except self._ray.exceptions.RayTaskError as exc:
                 raise _cause(exc) from None
+            except Exception as exc:
+                if not _is_lost(self._ray, exc):
+                    raise
+                self.lost.setdefault(node, f"node {node[:8]}: {type(exc).__name__}")
+        if refs and not results:
+            reasons = "; ".join(sorted(set(self.lost.values())))
+            raise NoNodesLeftError(reasons)
         return results
 
 
