@@ -9,6 +9,7 @@ import typer
 from gem_eval._version import __version__
 from gem_eval.cli.cache import cache_app
 from gem_eval.cli.envs import envs_app
+from gem_eval.cli.model_options import OrderedCommand
 from gem_eval.cli.play import play
 from gem_eval.cli.report import compare, gate, leaderboard
 from gem_eval.cli.report_html import report, view
@@ -30,7 +31,7 @@ app = typer.Typer(
     # typer 0.29 / rich 15), which would triple the start-up of every command.
     rich_markup_mode=None,
 )
-app.command()(run)
+app.command(cls=OrderedCommand)(run)
 app.command()(rollout)
 app.command()(leaderboard)
 app.command()(compare)

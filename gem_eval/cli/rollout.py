@@ -25,12 +25,13 @@ from gem_eval.cli.options import (
     ResultsDir,
     SampleIds,
     TaskGlobs,
-    parse_key_values,
     selection_options,
 )
 from gem_eval.errors import UserError
 
 SUITE_FILE = "suite.yaml"
+ROLLOUT_KEY = "rollout"
+"""``manifest.extra`` key of a rollout's settings (``gamma``, ``estimator``)."""
 
 
 def rollout(
@@ -57,10 +58,19 @@ def rollout(
     task: TaskGlobs = None,
     sample: SampleIds = None,
     category: Categories = None,
-    gamma: Annotated[float, typer.Option(min=0.0, max=1.0, help="Discount factor.")] = 1.0,
+    gamma: Annotated[
+        float | None,
+        typer.Option(
+            min=0.0, max=1.0, show_default="1.0", help="Discount factor (kept with the run)."
+        ),
+    ] = None,
     estimator: Annotated[
-        str, typer.Option(help="Advantages: rebn, grpo, reinforce or reinforce_baseline.")
-    ] = "rebn",
+        str | None,
+        typer.Option(
+            show_default="rebn",
+            help="Advantages: rebn, grpo, reinforce or reinforce_baseline (kept with the run).",
+        ),
+    ] = None,
     file_format: Annotated[
         list[str] | None,
         typer.Option("--format", help="parquet and/or jsonl (repeatable).  [default: both]"),
@@ -80,8 +90,19 @@ def rollout(
     model_backend: ModelBackend = None,
     api_key_env: ApiKeyEnv = None,
     resume: Annotated[
-        str | None, typer.Option(help="RUN_ID or 'latest': play what is missing, then write.")
+        str | None,
+        typer.Option(
+            help="RUN_ID or 'latest': play what is missing, then write the batch with the "
+            "run's own --gamma and --estimator."
+        ),
     ] = None,
+    force: Annotated[
+        bool,
+        typer.Option(
+            help="With --resume: accept another --gamma or --estimator, or other changes to "
+            "what the run measures."
+        ),
+    ] = False,
     results_dir: ResultsDir = DEFAULT_RESULTS_DIR,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="Plain progress lines.")] = False,
     executor: ExecutorName = "local",
@@ -90,52 +111,64 @@ def rollout(
     """Play episodes as `run` does and write their transitions with returns-to-go and
     advantages (Parquet and JSONL, schema in batch.json) for a trainer.
 
-    Exit codes as `run`'s; the batch is written whenever some episode was scored.
+    The run keeps --gamma and --estimator: --resume writes its batch with them (another
+    value needs --force). Exit codes as `run`'s; the batch is written whenever some
+    episode was scored.
     """
     from gem_eval.cli import render
-    from gem_eval.cli.run import play_suite
+    from gem_eval.cli.run import play_suite, run_request
     from gem_eval.rl.batch import build_batch, check_formats, write_batch
     from gem_eval.rl.estimators import ESTIMATORS
+    from gem_eval.runner.request import ModelChoice
     from gem_eval.store import RunDir
 
     formats = file_format or ["parquet", "jsonl"]
     check_formats(formats)
-    if estimator not in ESTIMATORS:
+    if estimator is not None and estimator not in ESTIMATORS:
         raise UserError(f"unknown estimator {estimator!r}: choose one of {', '.join(ESTIMATORS)}")
     args = list(model_arg or [])
     if tokens if tokens is not None else model_base_url is not None:
         args.append("return_tokens=true")
     suite, limit = None, samples
+    given = {"gamma": gamma, "estimator": estimator}
     if resume is None:
         if target is None or model is None:
             raise UserError("name an env id or a suite, and --model (or --resume a rollout)")
+        gamma = 1.0 if gamma is None else gamma
+        given = {"gamma": gamma, "estimator": estimator or "rebn"}
         suite, limit = _suite_for(target, out, episodes, samples, gamma)
     elif target is not None:
         raise UserError("--resume replays the rollout's own suite: drop the env id or suite")
-    parse_key_values(args, "--model-arg")  # one-line errors before any episode
-    run_id, summary = play_suite(
-        suite,
-        [model] if model else None,
-        resume=resume,
-        limit=limit,
-        epochs=epochs,
-        seed=seed,
-        max_turns=max_turns,
-        concurrency=concurrency,
-        select=selection_options(task, sample, category),
+    overrides = {"limits": {"max_turns": max_turns}} if max_turns is not None else None
+    request = run_request(
+        suite=suite,
+        models=[ModelChoice(model)] if model else [],
+        shared={"base_url": model_base_url, "backend": model_backend, "api_key_env": api_key_env},
         model_arg=args if (model_arg or resume is None) else None,
-        model_base_url=model_base_url,
-        model_backend=model_backend,
-        api_key_env=api_key_env,
+        options={
+            "limit": limit, "epochs": epochs, "seed": seed, "overrides": overrides,
+            "concurrency": concurrency, **selection_options(task, sample, category),
+        },
+        resume=resume,
+        force=force,
         results_dir=results_dir,
-        quiet=quiet,
-        command="rollout",
         executor=executor,
         ray_address=ray_address,
-    )
+        extra={ROLLOUT_KEY: given},
+        command="rollout",
+    )  # fmt: skip
+    run_id, summary = play_suite(request, quiet=quiet)
     if summary.status == "interrupted" or summary.failure() is not None:
         raise typer.Exit(summary.exit_code)
     run = RunDir.open(results_dir, run_id)
+    # Given on resume only when equal to the run's or forced; a run made before they
+    # were kept has none.
+    kept = {
+        **{"gamma": 1.0, "estimator": "rebn"},
+        **(run.read_manifest().extra.get(ROLLOUT_KEY) or {}),
+    }
+    used = {k: v if v is not None else kept[k] for k, v in given.items()}
+    gamma, estimator = float(used["gamma"]), str(used["estimator"])
     frame, about = build_batch(run.latest_by_key().values(), gamma, estimator)
     written = write_batch(frame, {**about, "run_id": run_id}, out, formats)
     skipped = ", ".join(f"{n} {k}" for k, n in sorted(about["skipped"].items()))

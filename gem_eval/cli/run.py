@@ -8,15 +8,19 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
+from gem_eval.cli.model_options import (
+    ApiKeyEnvs,
+    ModelBackends,
+    ModelBaseUrls,
+    model_choices,
+    ordered_options,
+)
 from gem_eval.cli.options import (
     DEFAULT_RESULTS_DIR,
-    ApiKeyEnv,
     Categories,
     ExecutorName,
     ImageMap,
     ModelArgs,
-    ModelBackend,
-    ModelBaseUrl,
     RayAddress,
     ResultsDir,
     SampleIds,
@@ -29,15 +33,29 @@ from gem_eval.errors import UserError
 
 if TYPE_CHECKING:
     from gem_eval.runner import RunSummary
+    from gem_eval.runner.request import RunRequest
 
 
 def run(
+    ctx: typer.Context,
     suite: Annotated[
         str | None, typer.Option("--suite", "-s", help="A suite name (suites/NAME.yaml) or path.")
     ] = None,
     model: Annotated[
         list[str] | None,
-        typer.Option("--model", "-m", help="A model; repeat to run the same samples on each."),
+        typer.Option(
+            "--model",
+            "-m",
+            help="A model; repeat to run the same samples on each. Default: the suite's `models:`.",
+        ),
+    ] = None,
+    models_file: Annotated[
+        Path | None,
+        typer.Option(
+            "--models",
+            metavar="FILE",
+            help="A YAML file listing models with their settings (`models:`, as a suite's).",
+        ),
     ] = None,
     resume: Annotated[
         str | None, typer.Option(help="RUN_ID or 'latest': play only what is missing.")
@@ -99,9 +117,9 @@ def run(
         bool, typer.Option("--yes", "-y", help="Run even above --confirm-above.")
     ] = False,
     model_arg: ModelArgs = None,
-    model_base_url: ModelBaseUrl = None,
-    model_backend: ModelBackend = None,
-    api_key_env: ApiKeyEnv = None,
+    model_base_url: ModelBaseUrls = None,
+    model_backend: ModelBackends = None,
+    api_key_env: ApiKeyEnvs = None,
     max_connections: Annotated[
         int | None,
         typer.Option(
@@ -157,158 +175,149 @@ def run(
     key, an unknown model, an unreachable server: the run stops at the first); 1 a
     failure of gem-eval itself (harness_error, a full disk).
 
+    Each model's own server: --model-base-url, --api-key-env and --model-backend given
+    after a --model are that model's; given before the first --model, every model's.
+
     --resume may change how models are reached and the run's pace (--model-base-url,
-    --model-backend, --api-key-env, --timeout, --max-retries, --max-connections,
-    --concurrency, --max-cost, --max-attempts, --cache); changes to what is measured
-    (seed, -M, --max-turns, --limit, --epochs, --sandbox, --image-map, --no-network,
-    --task, --sample, --category, the suite file) need --force.
+    --model-backend, --api-key-env (for one model when given after its --model),
+    --timeout, --max-retries, --max-connections, --concurrency, --max-cost,
+    --max-attempts, --cache); changes to what is measured (seed, -M, --max-turns,
+    --limit, --epochs, --sandbox, --image-map, --no-network, --task, --sample,
+    --category, the suite file) need --force. A finished run has nothing to play:
+    --resume says so and exits 0, and needs no model.
     """
-    _, summary = play_suite(
-        suite,
-        model,
-        resume=resume,
-        limit=limit,
-        epochs=epochs,
-        seed=seed,
-        max_turns=max_turns,
-        concurrency=concurrency,
-        max_attempts=max_attempts,
-        max_cost=max_cost,
-        select=selection_options(task, sample, category),
-        cache=cache,
-        dry_run=dry_run,
-        confirm_above=confirm_above,
-        yes=yes,
+    from gem_eval.sandbox.image_map import parse_image_map
+
+    shared, choices = model_choices(ordered_options(ctx), warn=_warn)
+    overrides = {"limits": {"max_turns": max_turns}} if max_turns is not None else None
+    request = run_request(
+        suite=suite,
+        models=choices,
+        shared={**shared, "timeout_s": timeout, "max_retries": max_retries,
+                "max_connections": max_connections},
         model_arg=model_arg,
-        model_base_url=model_base_url,
-        model_backend=model_backend,
-        api_key_env=api_key_env,
-        max_connections=max_connections,
-        max_retries=max_retries,
-        timeout=timeout,
-        sandbox=sandbox,
-        image_map=image_map,
-        no_network=no_network,
+        models_file=models_file,
+        options={
+            "limit": limit, "epochs": epochs, "seed": seed, "overrides": overrides,
+            "sandbox": sandbox,
+            "image_map": parse_image_map(image_map) if image_map else None,
+            "no_network": True if no_network else None,
+            **selection_options(task, sample, category),
+            "concurrency": concurrency, "max_cost_usd": max_cost,
+            "max_attempts": max_attempts, "cache": True if cache else None,
+        },
+        resume=resume,
         force=force,
         results_dir=results_dir,
-        quiet=quiet,
-        command="run",
         executor=executor,
         ray_address=ray_address,
+    )  # fmt: skip
+    _, summary = play_suite(
+        request, quiet=quiet, dry_run=dry_run, confirm_above=confirm_above, yes=yes
     )
     raise typer.Exit(summary.exit_code)
 
 
-def play_suite(
-    suite: str | None,
-    model: list[str] | None,
+def run_request(
     *,
-    resume: str | None = None,
-    limit: int | None = None,
-    epochs: int | None = None,
-    seed: int | None = None,
-    max_turns: int | None = None,
-    concurrency: int | None = None,
-    max_attempts: int | None = None,
-    max_cost: float | None = None,
-    select: dict[str, Any] | None = None,
-    cache: bool = False,
+    suite: str | None,
+    models: list[Any],
+    shared: dict[str, Any],
+    model_arg: list[str] | None,
+    options: dict[str, Any],
+    resume: str | None,
+    force: bool,
+    results_dir: Path,
+    executor: str,
+    ray_address: str | None,
+    models_file: Path | None = None,
+    extra: dict[str, dict[str, Any]] | None = None,
+    command: str = "run",
+) -> RunRequest:
+    """The request of ``run`` (or ``rollout``) from its parsed options: one-line errors
+    for a bad sandbox, backend or executor before anything else."""
+    from gem_eval.models.factory import BACKENDS
+    from gem_eval.runner.request import RunRequest
+
+    if options.get("sandbox") not in (None, "docker", "local", "local-unsafe"):
+        raise UserError(
+            f"unknown sandbox {options['sandbox']!r}: choose docker, local or local-unsafe"
+        )
+    check_executor(executor, ray_address)
+    for settings in [shared, *(m.settings for m in models)]:
+        backend = settings.get("backend")
+        if backend is not None and backend not in BACKENDS:
+            raise UserError(f"unknown model backend {backend!r}: choose {' or '.join(BACKENDS)}")
+    return RunRequest(
+        suite=suite,
+        models=tuple(models),
+        shared=shared,
+        model_args=parse_key_values(model_arg, "--model-arg") if model_arg else None,
+        models_file=models_file,
+        options=options,
+        resume=resume,
+        force=force,
+        results_dir=results_dir,
+        executor=executor,
+        ray_address=ray_address,
+        extra=extra or {},
+        command=command,
+    )
+
+
+def play_suite(
+    request: RunRequest,
+    *,
+    quiet: bool = False,
     dry_run: bool = False,
     confirm_above: float | None = None,
     yes: bool = False,
-    model_arg: list[str] | None = None,
-    model_base_url: str | None = None,
-    model_backend: str | None = None,
-    api_key_env: str | None = None,
-    max_connections: int | None = None,
-    max_retries: int | None = None,
-    timeout: float | None = None,
-    sandbox: str | None = None,
-    image_map: list[str] | None = None,
-    no_network: bool = False,
-    force: bool = False,
-    results_dir: Path = DEFAULT_RESULTS_DIR,
-    quiet: bool = False,
-    command: str = "run",
-    executor: str = "local",
-    ray_address: str | None = None,
 ) -> tuple[str, RunSummary]:
-    """Plan, play and summarise a run as ``gem-eval run`` does (``command`` names the
-    command the resume hints show); the run's id and summary. Ctrl-C exits 130;
-    ``dry_run`` prints the estimate and exits 0; ``confirm_above`` asks (or refuses)
-    before a run estimated to cost more."""
+    """Plan, play and summarise a request as ``gem-eval run`` does; the run's id and
+    summary. Ctrl-C exits 130; ``dry_run`` prints the estimate and exits 0;
+    ``confirm_above`` asks (or refuses) before a run estimated to cost more."""
     import asyncio
 
     from gem_eval.cli import render
     from gem_eval.cli.progress import LiveProgress, PlainProgress
     from gem_eval.cli.streams import guard_std_streams
     from gem_eval.outcomes import OUTCOMES
-    from gem_eval.records import ModelSpec
-    from gem_eval.runner.resume import ResumeRequest
-    from gem_eval.runner.session import RunOptions, execute_run, plan_run
-    from gem_eval.sandbox.image_map import parse_image_map
+    from gem_eval.runner.preflight import check_setup
+    from gem_eval.runner.session import execute_run, plan_request, settle_idle
 
-    if sandbox not in (None, "docker", "local", "local-unsafe"):
-        raise UserError(f"unknown sandbox {sandbox!r}: choose docker, local or local-unsafe")
-    on_ray = check_executor(executor, ray_address)
-    if model_backend not in (None, "litellm", "openai"):
-        raise UserError(f"unknown model backend {model_backend!r}: choose litellm or openai")
-    overrides: dict[str, Any] = {}
-    if max_turns is not None:
-        overrides["limits"] = {"max_turns": max_turns}
-    args = parse_key_values(model_arg or [], "--model-arg")
-    connection: dict[str, Any] = {
-        "base_url": model_base_url,
-        "backend": model_backend,
-        "api_key_env": api_key_env,
-        "timeout_s": timeout,
-        "max_retries": max_retries,
-        "max_connections": max_connections,
-    }
-    measured: dict[str, Any] = {
-        "limit": limit,
-        "epochs": epochs,
-        "seed": seed,
-        "overrides": overrides or None,
-        "sandbox": sandbox,
-        "image_map": parse_image_map(image_map) if image_map else None,
-        "no_network": True if no_network else None,
-        **(select or {}),
-    }
-    control: dict[str, Any] = {
-        "concurrency": concurrency,
-        "max_cost_usd": max_cost,
-        "max_attempts": max_attempts,
-        "cache": True if cache else None,
-    }
-    request = None
-    if resume is not None:
-        request = ResumeRequest(
-            connection=connection,
-            options={**measured, **control},
-            model_args=args if model_arg else None,
-            suite=suite,
-            models=model,
-            force=force,
-        )
-    elif force:
-        raise UserError("--force goes with --resume")
-    given = {k: v for k, v in connection.items() if v is not None}
-    models = [ModelSpec(name=m, args=args, **given) for m in model or []]
-    settings = {k: v for k, v in {**measured, **control}.items() if v is not None}
-    options = RunOptions(**settings)
+    command, results_dir = request.command, request.results_dir
+    on_ray = request.executor == "ray"
     guard_std_streams()  # `| head`: a reader that leaves must not fail or stop the run
     render.route_library_log()  # the plan's notices (tasks left out) too
     if dry_run or confirm_above is not None:
-        _estimate(suite, models, options, results_dir, resume, request, dry_run, confirm_above, yes)
-    plan = plan_run(suite, models, options, results_dir, resume=resume, request=request)
+        _estimate(request, dry_run, confirm_above, yes)
+
+    plan = plan_request(
+        request, preflight=lambda models, tasks, options: check_setup(models, tasks, options, _warn)
+    )
     run_id = plan.manifest.run_id
+    if not plan.todo:
+        idle = settle_idle(plan)
+        render.console.print(
+            f"run {run_id}: nothing to play ({sum(plan.done.values())} episodes done, "
+            f"{idle.status})",
+            markup=False,
+        )
+        if idle.given_up_before:
+            render.console.print(
+                f"to play the given-up episodes again: gem-eval {command} --resume {run_id} "
+                "--max-attempts MORE",
+                markup=False,
+            )
+        return run_id, idle
     live = not quiet and sys.stderr.isatty()
     progress: Any = LiveProgress() if live else PlainProgress()
     render.console.print(
         f"run [bold]{run_id}[/]: suite {plan.manifest.suite}, "
         f"{len(plan.todo)} episodes to play ({sum(plan.done.values())} done) -> {plan.run_dir.path}"
     )
+    for line in _model_lines(plan.manifest.models):
+        render.console.print(line, markup=False, soft_wrap=True)
     if plan.manifest.extra["options"].get("sandbox") == "local-unsafe":
         render.console.print(
             "[bold yellow]warning:[/] --sandbox local-unsafe runs the agent's code with NO "
@@ -328,14 +337,17 @@ def play_suite(
             print(f"[gem-eval] {line}", file=sys.stderr, flush=True)
 
         return await execute_run(
-            plan, sinks=[progress], log=log, on_ray=on_ray, ray_address=ray_address
+            plan, sinks=[progress], log=log, on_ray=on_ray, ray_address=request.ray_address
         )
 
     try:
         summary: RunSummary = asyncio.run(main())
     except (KeyboardInterrupt, asyncio.CancelledError):  # Ctrl-C, or SIGTERM before the runner
         progress.stop()
-        render.console.print(f"interrupted: resume with gem-eval {command} --resume {run_id}")
+        if plan.run_dir.manifest_path.is_file():
+            render.console.print(f"interrupted: resume with gem-eval {command} --resume {run_id}")
+        else:
+            render.console.print("interrupted before the first episode: nothing was recorded")
         raise typer.Exit(130) from None
     progress.stop()
     render.run_summary(results_dir, run_id, summary)
@@ -367,24 +379,37 @@ def play_suite(
     return run_id, summary
 
 
-def _estimate(
-    suite: str | None,
-    models: list[Any],
-    options: Any,
-    results_dir: Path,
-    resume: str | None,
-    request: Any,
-    dry_run: bool,
-    confirm_above: float | None,
-    yes: bool,
-) -> None:
+def _warn(line: str) -> None:
+    from rich.markup import escape
+
+    from gem_eval.cli.render import console
+
+    console.print(f"[bold yellow]warning:[/] {escape(line)}", soft_wrap=True)
+
+
+def _model_lines(models: list[Any]) -> list[str]:
+    """One line per model reached at its own server, when the models' servers differ (so
+    that two checkpoints on two servers are seen to go each to its own)."""
+    places = {(m.base_url, m.backend, m.api_key_env) for m in models}
+    if len(models) < 2 or len(places) < 2:
+        return []
+    return [
+        f"  model {m.name}: {m.base_url or 'the provider'} ({m.backend}"
+        + (f", key from {m.api_key_env}" if m.api_key_env else "")
+        + ")"
+        for m in models
+    ]
+
+
+def _estimate(request: RunRequest, dry_run: bool, confirm_above: float | None, yes: bool) -> None:
     """``--dry-run`` (print the estimate, exit 0) and ``--confirm-above`` (ask, or refuse
     without a terminal unless ``--yes``), before anything is created."""
     from gem_eval.cli.estimate_view import confirm_spend, show_estimate
     from gem_eval.estimate import estimate_run
-    from gem_eval.runner.session import preview_run
+    from gem_eval.runner.session import preview_request
 
-    preview = preview_run(suite, models, options, results_dir, resume=resume, request=request)
+    results_dir = request.results_dir
+    preview = preview_request(request)
     estimate = estimate_run(
         preview.episodes,
         results_dir=results_dir if results_dir.is_dir() else None,

@@ -9,8 +9,13 @@ the standard library in a worker thread: no HTTP client is imported for one requ
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
-from gem_eval.errors import ModelConfigError
+from gem_eval.errors import MissingAPIKeyError, ModelConfigError, UserError
+
+if TYPE_CHECKING:
+    from gem_eval.records import ModelSpec
 
 TIMEOUT_S = 10.0
 _REFUSED = (401, 403)
@@ -62,3 +67,95 @@ def _probe(base_url: str, api_key: str | None) -> int | str | None:
         return " ".join(str(reason).split()) or type(reason).__name__
     except (TimeoutError, OSError):
         return None
+
+
+PROVIDER_KEYS = {
+    "openai/": "OPENAI_API_KEY",
+    "anthropic/": "ANTHROPIC_API_KEY",
+    "gemini/": "GEMINI_API_KEY",
+    "mistral/": "MISTRAL_API_KEY",
+    "groq/": "GROQ_API_KEY",
+    "deepseek/": "DEEPSEEK_API_KEY",
+    "together_ai/": "TOGETHERAI_API_KEY",
+    "openrouter/": "OPENROUTER_API_KEY",
+    "xai/": "XAI_API_KEY",
+}
+"""Providers whose calls need a key from a known variable when no server URL is given."""
+
+
+async def check_models(specs: Sequence[ModelSpec], *, cache: bool = False) -> list[str]:
+    """Check, before a run is created, that each model can be used as configured: its
+    backend and extras are installed, its weights found, its key set, its server
+    reachable and taking the key. Nothing is started.
+
+    Args:
+        specs: The run's models (and its judges').
+        cache: The run takes replies from the response cache: a key or server problem is
+            then a warning (a re-run served from the cache needs neither).
+
+    Returns:
+        The warnings (one line each).
+
+    Raises:
+        UserError: A model that cannot be used (one line naming it).
+    """
+    import importlib.util
+
+    from gem_eval.models.factory import BACKENDS, api_key_from_env
+    from gem_eval.models.reference import REFERENCE_MODELS
+
+    warnings: list[str] = []
+    for spec in specs:
+        if spec.name in REFERENCE_MODELS:
+            continue
+        if spec.backend not in BACKENDS:
+            raise UserError(
+                f"model {spec.name!r}: unknown backend {spec.backend!r}: choose "
+                f"{' or '.join(BACKENDS)}"
+            )
+        if spec.name.startswith("local/"):
+            await asyncio.to_thread(_check_local, spec.name.removeprefix("local/"))
+            continue
+        if spec.backend == "litellm" and importlib.util.find_spec("litellm") is None:
+            raise UserError(
+                f"model {spec.name!r}: the litellm backend is not installed: pip install "
+                "litellm (or --model-backend openai for an OpenAI-compatible server)"
+            )
+        if spec.backend == "openai" and spec.base_url is None:
+            raise UserError(
+                f"model {spec.name!r}: --model-backend openai needs --model-base-url "
+                "(a server's /v1 URL)"
+            )
+        try:
+            key = api_key_from_env(spec.name, spec.base_url, spec.api_key_env)
+            if spec.base_url is None:
+                if spec.api_key_env is None:
+                    _check_provider_key(spec.name)
+            else:
+                await check_server(spec.name, spec.base_url, key)
+        except UserError as exc:
+            if not cache:
+                raise
+            warnings.append(
+                f"{exc}; going on with the response cache (a reply it lacks fails its episode)"
+            )
+    return warnings
+
+
+def _check_local(spec: str) -> None:
+    from gem_eval.models.local_server import LLAMA_CPP_HINT, _llama_cpp_installed, resolve_gguf
+
+    if not _llama_cpp_installed():
+        raise UserError(f"model 'local/{spec}': {LLAMA_CPP_HINT}")
+    resolve_gguf(spec)
+
+
+def _check_provider_key(name: str) -> None:
+    import os
+
+    variable = next((v for p, v in PROVIDER_KEYS.items() if name.startswith(p)), None)
+    if variable is not None and not os.environ.get(variable):
+        raise MissingAPIKeyError(
+            f"model {name!r}: {variable} is not set (or name the variable holding the key "
+            "with --api-key-env, or give --model-base-url for a server of your own)"
+        )

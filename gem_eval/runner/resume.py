@@ -6,7 +6,8 @@ settings come with the command line:
 * how to reach the models and pace the run (``--model-base-url``, ``--model-backend``,
   ``--api-key-env``, ``--timeout``, ``--max-retries``, ``--max-connections``,
   ``--concurrency``, ``--max-cost``, ``--cache``): a server restarted on another port must be
-  resumable. These may change; each session's changes are kept in the manifest.
+  resumable. These may change, for every model or (given after a ``--model``) for one;
+  each session's changes are kept in the manifest.
 * what is measured (the suite and its file, the models, ``--seed``, ``-M`` generation
   settings, ``--max-turns``, ``--limit``, ``--epochs``, ``--sandbox``, ``--image-map``,
   ``--no-network``, the selection ``--task``/``--sample``/``--category``):
@@ -62,26 +63,40 @@ class ResumeRequest:
 
     Attributes:
         connection: ModelSpec fields of :data:`CONNECTION_FLAGS`, for every model.
+        per_model: ModelSpec fields of :data:`CONNECTION_FLAGS` for one model each (by
+            name), over ``connection``.
         options: RunOptions fields (:data:`CONTROL_FLAGS` and :data:`MEASURED_FLAGS`).
         model_args: ``-M`` generation settings (measured).
         suite: ``--suite`` (measured; must name the run's suite).
-        models: ``--model`` (measured; must name the run's models).
+        models: ``--model`` (each must be one of the run's; settings after it are its own).
+        extra: A command's settings kept in ``manifest.extra`` (``rollout``: gamma,
+            estimator), by key (measured: what the command writes depends on them).
         force: Accept changes to what is measured.
     """
 
     connection: dict[str, Any] = field(default_factory=dict)
+    per_model: dict[str, dict[str, Any]] = field(default_factory=dict)
     options: dict[str, Any] = field(default_factory=dict)
     model_args: dict[str, Any] | None = None
     suite: str | None = None
     models: list[str] | None = None
+    extra: dict[str, dict[str, Any]] = field(default_factory=dict)
     force: bool = False
 
 
 def apply(
-    request: ResumeRequest, models: list[ModelSpec], options: dict[str, Any], suite_changed: bool
+    request: ResumeRequest,
+    models: list[ModelSpec],
+    options: dict[str, Any],
+    suite_changed: bool,
+    extra: dict[str, Any] | None = None,
 ) -> tuple[list[ModelSpec], dict[str, Any], dict[str, Any]]:
     """The models and options the resumed session plays with, and the manifest entry
     that records the session (its time, what changed, what was forced).
+
+    ``extra`` is the manifest's ``extra``: each key of ``request.extra`` is compared with
+    the stored one (a setting given now that differs is measured); the caller stores the
+    merged values.
 
     Raises:
         UserError: A measured setting changed without ``--force`` (one line naming the
@@ -89,11 +104,13 @@ def apply(
     """
     changed: dict[str, Any] = {}
     forced: dict[str, Any] = {}
-    if request.models is not None and sorted(request.models) != sorted(m.name for m in models):
-        raise UserError(
-            f"--resume plays the run's models ({', '.join(m.name for m in models)}): "
-            "drop --model, or start a new run for others"
-        )
+    played = [m.name for m in models]
+    for name in [*(request.models or []), *request.per_model]:
+        if name not in played:
+            raise UserError(
+                f"--resume plays the run's models ({', '.join(played)}): {name!r} is not one "
+                "of them; start a new run for another model"
+            )
     if suite_changed:
         forced["--suite"] = "the suite file changed since the run started"
     for key, value in request.options.items():
@@ -105,10 +122,21 @@ def apply(
     if request.model_args is not None and any(m.args != request.model_args for m in models):
         forced["-M"] = request.model_args
         models = [m.model_copy(update={"args": request.model_args}) for m in models]
-    for key, value in request.connection.items():
-        if value is not None and any(getattr(m, key) != value for m in models):
-            changed[CONNECTION_FLAGS[key]] = value
-            models = [m.model_copy(update={key: value}) for m in models]
+    for section, given in request.extra.items():
+        stored = (extra or {}).get(section) or {}
+        for key, value in given.items():
+            if value is not None and key in stored and stored[key] != value:
+                forced[f"--{key.replace('_', '-')}"] = value
+    updated = []
+    for model in models:
+        settings = {**request.connection, **request.per_model.get(model.name, {})}
+        update = {k: v for k, v in settings.items() if v is not None and getattr(model, k) != v}
+        for key, value in update.items():
+            own = key in request.per_model.get(model.name, {})
+            changed[f"{CONNECTION_FLAGS[key]} ({model.name})" if own else CONNECTION_FLAGS[key]] = (
+                value
+            )
+        updated.append(model.model_copy(update=update) if update else model)
     if forced and not request.force:
         flags = ", ".join(forced)
         raise UserError(
@@ -116,4 +144,4 @@ def apply(
             "(add --force to change it anyway, or start a new run)"
         )
     session = {"started_at": time.time(), "changed": changed, "forced": forced}
-    return models, options, session
+    return updated, options, session

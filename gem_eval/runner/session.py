@@ -25,12 +25,19 @@ from gem_eval.records import EpisodeRecord, EpisodeSpec, ModelSpec, RunManifest
 from gem_eval.runner import resume as resume_rules
 from gem_eval.runner.executor import Executor, LocalExecutor
 from gem_eval.runner.provision import Provisioner
+from gem_eval.runner.request import CONNECTION_FIELDS, RunRequest
 from gem_eval.runner.resume import ResumeRequest
 from gem_eval.runner.runner import Runner, RunSummary
 from gem_eval.suites.selection import Selection
 
 if TYPE_CHECKING:
+    from gem_eval.records import TaskSpec
     from gem_eval.suites import Suite
+
+Preflight = Callable[[list[ModelSpec], list["TaskSpec"], "RunOptions"], None]
+"""Checks a run's models (and its tasks' judges) before anything is written; raises
+:class:`~gem_eval.errors.UserError` for one that cannot be used (see
+:func:`gem_eval.runner.preflight.check_setup`)."""
 
 
 @dataclass
@@ -74,23 +81,34 @@ class PlannedRun:
     totals: Counter[str]
     given_up: int = 0
     """Episodes given up in earlier sessions (``--max-attempts``): not played now."""
+    new: bool = False
+    """A new run: its directory is made once the run is set up (models started, images
+    built), so a run that never started leaves nothing behind."""
 
 
 def plan_run(
-    suite_ref: str | None,
+    suite_ref: str | Suite | None,
     models: Sequence[ModelSpec],
     options: RunOptions,
     results_dir: Path,
     *,
     resume: str | None = None,
     request: ResumeRequest | None = None,
+    preflight: Preflight | None = None,
+    extra: dict[str, Any] | None = None,
 ) -> PlannedRun:
-    """Create a run (or reopen one with ``resume``) and list the episodes left to play.
+    """Plan a new run (or reopen one with ``resume``) and list the episodes left to play.
+    Nothing is written: a new run's directory is made by :func:`execute_run` once the
+    run is set up.
 
     On resume, the suite, models and options come from the run's manifest; ``request``
     may change how models are reached and how the run is paced, not what it measures
     (see :mod:`gem_eval.runner.resume`). The suite file must still hash the same, so
     that no finished episode changes meaning (unless forced).
+
+    Args:
+        preflight: Checks the models that will play (none when nothing is left to play).
+        extra: A new run's command settings, kept in ``manifest.extra`` (``rollout``).
     """
     from gem_eval.store import RunDir
     from gem_eval.suites import load_suite
@@ -114,8 +132,11 @@ def plan_run(
         stored = manifest.extra["options"]
         digest = suite.digest(seed=stored.get("seed"), overrides=stored.get("overrides"))
         models, merged, session = resume_rules.apply(
-            request, list(manifest.models), stored, digest != manifest.suite_hash
+            request, list(manifest.models), stored, digest != manifest.suite_hash, manifest.extra
         )
+        for section, given in request.extra.items():  # the stored ones, unless forced
+            kept = {k: v for k, v in given.items() if v is not None}
+            manifest.extra[section] = {**(manifest.extra.get(section) or {}), **kept}
         options = RunOptions(**merged)
         if "--suite" in session["forced"] or request.force:
             manifest.suite_hash = suite.digest(seed=options.seed, overrides=options.overrides)
@@ -127,6 +148,9 @@ def plan_run(
     specs = _episodes(suite, models, options)
     if resume is None:
         from gem_eval.store.run_id import new_run_id
+
+        if preflight is not None:
+            preflight(list(models), suite.task_specs(options.overrides, options.selection), options)
 
         manifest = RunManifest(
             run_id=new_run_id(suite.name),
@@ -145,9 +169,9 @@ def plan_run(
             host=platform.node(),
             started_at=time.time(),
             max_cost_usd=options.max_cost_usd,
-            extra={"options": asdict(options)},
+            extra={"options": asdict(options), **(extra or {})},
         )
-        run_dir = RunDir.create(results_dir, manifest)
+        run_dir = RunDir(Path(results_dir) / manifest.run_id)
     manifest.episodes_planned = len(specs)
     history = run_dir.history(CAPPED_OUTCOMES)
     todo = _still_to_play(specs, history, options.max_attempts)
@@ -160,7 +184,10 @@ def plan_run(
         and OUTCOMES[last[0]].capped
         and last[1] >= options.max_attempts
     )
-    return PlannedRun(run_dir, manifest, todo, done, totals, given_up)
+    if resume is not None and todo and preflight is not None:
+        tasks = list({s.task.id: s.task for s in todo}.values())
+        preflight(list(manifest.models), tasks, options)
+    return PlannedRun(run_dir, manifest, todo, done, totals, given_up, new=resume is None)
 
 
 @dataclass
@@ -176,7 +203,7 @@ class Preview:
 
 
 def preview_run(
-    suite_ref: str | None,
+    suite_ref: str | Suite | None,
     models: Sequence[ModelSpec],
     options: RunOptions,
     results_dir: Path,
@@ -196,19 +223,76 @@ def preview_run(
 
 
 def _new_run(
-    suite_ref: str | None, models: Sequence[ModelSpec], options: RunOptions
+    suite_ref: str | Suite | None, models: Sequence[ModelSpec], options: RunOptions
 ) -> tuple[Suite, RunOptions]:
     """A new run's suite, and its options with the suite's own settings (``cache: true``)."""
-    from gem_eval.suites import load_suite
-
-    if suite_ref is None:
-        raise UserError("give --suite (or --resume RUN_ID)")
     if not models:
         raise UserError("give at least one --model")
-    suite = load_suite(suite_ref)
+    suite = _suite(suite_ref)
     if suite.cache and not options.cache:
         options = replace(options, cache=True)
     return suite, options
+
+
+def _suite(suite_ref: str | Suite | None) -> Suite:
+    from gem_eval.suites import Suite, load_suite
+
+    if suite_ref is None:
+        raise UserError("give --suite (or --resume RUN_ID)")
+    return suite_ref if isinstance(suite_ref, Suite) else load_suite(suite_ref)
+
+
+def plan_request(request: RunRequest, *, preflight: Preflight | None = None) -> PlannedRun:
+    """:func:`plan_run` for a request: a new run's models from ``--model`` (with their own
+    connection settings), else from ``--models`` or the suite's ``models:``."""
+    options = RunOptions(**{k: v for k, v in request.options.items() if v is not None})
+    if request.resume is not None:
+        return plan_run(
+            None,
+            [],
+            options,
+            request.results_dir,
+            resume=request.resume,
+            request=resume_request(request),
+            preflight=preflight,
+        )
+    suite, models = _request_models(request)
+    extra = {k: dict(v) for k, v in request.extra.items()}
+    return plan_run(suite, models, options, request.results_dir, preflight=preflight, extra=extra)
+
+
+def preview_request(request: RunRequest) -> Preview:
+    """:func:`preview_run` for a request (``--dry-run``): nothing is created."""
+    options = RunOptions(**{k: v for k, v in request.options.items() if v is not None})
+    if request.resume is not None:
+        return preview_run(
+            None, [], options, request.results_dir, resume=request.resume,
+            request=resume_request(request),
+        )  # fmt: skip
+    suite, models = _request_models(request)
+    return preview_run(suite, models, options, request.results_dir)
+
+
+def _request_models(request: RunRequest) -> tuple[Suite, list[ModelSpec]]:
+    from gem_eval.suites.models import load_models_file
+
+    suite = _suite(request.suite)
+    listed = load_models_file(request.models_file) if request.models_file else suite.models
+    return suite, request.model_specs(listed)
+
+
+def resume_request(request: RunRequest) -> ResumeRequest:
+    """What a request asks of a resumed run (see :mod:`gem_eval.runner.resume`)."""
+    return ResumeRequest(
+        connection={k: request.shared.get(k) for k in CONNECTION_FIELDS},
+        per_model={m.name: dict(m.settings) for m in request.models if m.settings},
+        options=dict(request.options),
+        model_args=dict(request.model_args) if request.model_args is not None else None,
+        suite=request.suite,
+        models=[m.name for m in request.models] or None,
+        extra={k: dict(v) for k, v in request.extra.items()},
+        force=request.force,
+    )
 
 
 def _episodes(suite: Suite, models: Sequence[ModelSpec], options: RunOptions) -> list[EpisodeSpec]:
@@ -258,9 +342,6 @@ async def execute_run(
     of a Ray cluster (``ray_address``; see :mod:`gem_eval.runner.ray_executor`)."""
     manifest = plan.manifest
     options = RunOptions(**manifest.extra["options"])
-    manifest.status, manifest.finished_at, manifest.error = "running", None, None
-    plan.run_dir.write_manifest(manifest)
-    record = _Recorder(plan.run_dir)
     factory = model_factory or functools.partial(
         default_model_factory, concurrency=options.concurrency
     )
@@ -296,6 +377,35 @@ async def execute_run(
             show = getattr(sink, "sandboxes", None)
             if show is not None:
                 provisioner.capacity.subscribe(show)
+    tasks = list({spec.task.id: spec.task for spec in plan.todo}.values())
+    try:  # set up before anything is written: a run that never started leaves no trace
+        executor.check(tasks)
+        await executor.start(manifest.models)
+        await executor.prepare(tasks)
+    except BaseException:
+        try:
+            await executor.aclose()
+        finally:
+            if cache is not None:
+                cache.close()
+        raise
+    failing = False
+    try:
+        manifest.status, manifest.finished_at, manifest.error = "running", None, None
+        if plan.new:
+            from gem_eval.store import RunDir
+
+            plan.run_dir = RunDir.create(plan.run_dir.path.parent, manifest)
+        else:
+            plan.run_dir.write_manifest(manifest)
+        record = _Recorder(plan.run_dir)
+    except BaseException:
+        try:
+            await executor.aclose()
+        finally:
+            if cache is not None:
+                cache.close()
+        raise
     # Every episode recorded so far was paid for, superseded ones too, and its judge.
     spent = sum(_spent(r) for r in plan.run_dir.records())
     runner = Runner(
@@ -307,12 +417,7 @@ async def execute_run(
         spent_usd=spent,
     )
     runner.summary.given_up_before = plan.given_up
-    failing = False
     try:
-        tasks = list({spec.task.id: spec.task for spec in plan.todo}.values())
-        executor.check(tasks)
-        await executor.start(manifest.models)
-        await executor.prepare(tasks)
         summary = await runner.run(plan.todo)
     except BaseException as exc:
         failing = True
@@ -342,6 +447,24 @@ async def execute_run(
             # The first failure (a full disk) is the one to report; the old manifest
             # stays whole and says "running", which --resume handles.
         record.close(manifest)
+    return summary
+
+
+def settle_idle(plan: PlannedRun) -> RunSummary:
+    """The summary of a resumed run with nothing left to play: no model is needed and
+    nothing is played. Its status follows its records (``finished``, or ``incomplete``
+    with given-up episodes); the manifest is written only when that corrects it."""
+    manifest = plan.manifest
+    summary = RunSummary(status="finished", given_up_before=plan.given_up)
+    summary.cost_usd = sum(_spent(r) for r in plan.run_dir.records())
+    summary.settle()
+    stored = plan.run_dir.read_manifest()
+    if stored.status != summary.status:
+        stored.status, stored.error = summary.status, None
+        stored.finished_at = stored.finished_at or time.time()
+        plan.run_dir.write_manifest(stored)
+        _Recorder(plan.run_dir).close(stored)
+    manifest.status = stored.status
     return summary
 
 

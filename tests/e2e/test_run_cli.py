@@ -88,12 +88,12 @@ def test_smoke_suite_runs_scores_and_records(
         "run",
         "--suite",
         "smoke",
+        "--model-base-url",  # before the models: every model's
+        openai_server.base_url,
         "--model",
         "openai/fake",
         "--model",
         "openai/fake-too",
-        "--model-base-url",
-        openai_server.base_url,
         "-q",
         results=tmp_path,
     )

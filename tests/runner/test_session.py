@@ -94,7 +94,7 @@ def test_resume_may_change_how_models_are_reached_not_what_is_measured(
         results,
     )
     run_id = plan.manifest.run_id
-    plan.run_dir.write_manifest(plan.manifest)
+    RunDir.create(results, plan.manifest)  # a run that started
 
     moved = ResumeRequest(
         connection={"base_url": "http://127.0.0.1:2/v1", "timeout_s": 30.0},
@@ -151,7 +151,7 @@ def test_a_changed_suite_file_is_refused_on_resume_unless_forced(
 ) -> None:
     results = tmp_path / "r"
     plan = plan_run(str(suite), [ModelSpec(name="m")], RunOptions(), results)
-    plan.run_dir.write_manifest(plan.manifest)
+    RunDir.create(results, plan.manifest)  # a run that started
     suite.write_text(SUITE.replace("max_turns: 4", "max_turns: 5"))
     with pytest.raises(UserError, match="--suite would change it"):
         plan_run(None, [], RunOptions(), results, resume=plan.manifest.run_id)
@@ -174,10 +174,7 @@ def test_a_model_server_that_refuses_the_key_stops_the_run_before_any_episode(
     plan = plan_run(str(suite), [spec], RunOptions(), tmp_path / "r")
     with pytest.raises(ModelConfigError, match="refused the API key"):
         asyncio.run(execute_run(plan))
-    assert list(plan.run_dir.records()) == []
-    manifest = json.loads((plan.run_dir.path / "manifest.json").read_text())
-    assert manifest["status"] == "failed" and "refused the API key" in manifest["error"]
-    assert "wrong-key" not in json.dumps(manifest)
+    assert not (tmp_path / "r").exists()  # a run that never started leaves nothing
 
 
 def test_the_right_key_from_a_named_variable_reaches_the_server_and_no_record(
@@ -275,3 +272,68 @@ def test_a_resumed_budget_counts_what_judges_spent_too() -> None:
     assert _spent(record) == pytest.approx(0.03)
     record.cost_usd = None  # a model without a price: its judge's cost still counts
     assert _spent(record) == pytest.approx(0.02)
+
+
+def test_resume_changes_one_models_server_and_keeps_the_others(suite: Path, tmp_path: Path) -> None:
+    results = tmp_path / "r"
+    models = [
+        ModelSpec(name="openai/a", base_url="http://127.0.0.1:1/v1", backend="openai"),
+        ModelSpec(name="openai/b", base_url="http://127.0.0.1:2/v1", backend="openai"),
+    ]
+    plan = plan_run(str(suite), models, RunOptions(), results)
+    RunDir.create(results, plan.manifest)
+    moved = ResumeRequest(
+        per_model={"openai/b": {"base_url": "http://127.0.0.1:3/v1"}}, models=["openai/b"]
+    )
+    resumed = plan_run(None, [], RunOptions(), results, resume="latest", request=moved)
+    urls = {m.name: m.base_url for m in resumed.manifest.models}
+    assert urls == {"openai/a": "http://127.0.0.1:1/v1", "openai/b": "http://127.0.0.1:3/v1"}
+    assert resumed.manifest.sessions[-1]["changed"] == {
+        "--model-base-url (openai/b)": "http://127.0.0.1:3/v1"
+    }
+    with pytest.raises(UserError, match="'openai/c' is not one of them"):
+        plan_run(
+            None, [], RunOptions(), results, resume="latest",
+            request=ResumeRequest(per_model={"openai/c": {"base_url": "http://x/v1"}}),
+        )  # fmt: skip
+
+
+def test_a_finished_run_resumed_needs_no_model_and_stays_finished(
+    suite: Path, tmp_path: Path
+) -> None:
+    from gem_eval.runner.session import settle_idle
+
+    results = tmp_path / "r"
+    summary, run_dir = play(suite, results, lambda spec: ScriptedModel(["50"] * 20), ["scripted"])
+    assert run_dir.read_manifest().status == "finished"
+    checked: list[str] = []
+
+    def preflight(models: Any, tasks: Any, options: Any) -> None:
+        checked.append("called")
+        raise UserError("cannot reach the server")
+
+    gone = ResumeRequest(connection={"base_url": "http://127.0.0.1:1/v1"})
+    plan = plan_run(
+        None, [], RunOptions(), results, resume="latest", request=gone, preflight=preflight
+    )
+    assert plan.todo == [] and checked == []
+    idle = settle_idle(plan)
+    assert idle.exit_code == EXIT_OK and idle.status == "finished"
+    manifest = run_dir.read_manifest()
+    assert manifest.status == "finished" and len(manifest.sessions) == 0
+
+
+def test_a_resume_whose_setup_fails_leaves_the_run_as_it_was(suite: Path, tmp_path: Path) -> None:
+    from gem_eval.errors import ModelConfigError
+
+    results = tmp_path / "r"
+    spec = ModelSpec(name="openai/x", base_url="http://127.0.0.1:1/v1", backend="openai")
+    plan = plan_run(str(suite), [spec], RunOptions(), results)
+    run_dir = RunDir.create(results, plan.manifest)  # started; nothing recorded yet
+    before = run_dir.manifest_path.read_bytes()
+    moved = ResumeRequest(connection={"base_url": "http://127.0.0.1:2/v1"})
+    again = plan_run(None, [], RunOptions(), results, resume="latest", request=moved)
+    assert len(again.todo) == 3
+    with pytest.raises(ModelConfigError, match="cannot reach"):
+        asyncio.run(execute_run(again))
+    assert run_dir.manifest_path.read_bytes() == before  # not marked failed

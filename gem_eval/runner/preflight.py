@@ -1,0 +1,49 @@
+"""Before a run is created or resumed: can its models and judges be used as configured?
+
+A missing extra, an unset key, weights not found or a server that cannot be reached
+would otherwise leave a ``failed`` run with no episode; checked first, they are one line
+and nothing is written (see :func:`gem_eval.models.preflight.check_models`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from gem_eval.records import ModelSpec, TaskSpec
+    from gem_eval.runner.session import RunOptions
+
+
+def check_setup(
+    models: Sequence[ModelSpec],
+    tasks: Sequence[TaskSpec],
+    options: RunOptions,
+    warn: Callable[[str], None] | None = None,
+) -> None:
+    """Check the run's models and the judges of its ``scorer: judge`` tasks.
+
+    Args:
+        models: The models that will play.
+        tasks: The tasks they will play.
+        options: The run's options (with ``cache``, server and key problems are warnings).
+        warn: Hears each warning.
+
+    Raises:
+        UserError: A model or judge that cannot be used.
+    """
+    from gem_eval.models.preflight import check_models
+    from gem_eval.runner.judging import judge_model_spec
+
+    specs = list(models)
+    seen = set()
+    for task in tasks:
+        if task.scorer == "judge" and task.judge is not None:
+            key = task.judge.connection()
+            if key not in seen:
+                seen.add(key)
+                specs.append(judge_model_spec(task.judge))
+    for line in asyncio.run(check_models(specs, cache=options.cache)):
+        if warn is not None:
+            warn(line)
