@@ -139,12 +139,17 @@ def import_command(
     ] = None,
     results_dir: ResultsDir = DEFAULT_RESULTS_DIR,
 ) -> None:
-    """Import another harness's results as runs (marked with their source)."""
+    """Import another harness's results as runs (marked with their source). What cannot
+    be read (a job, a trial, a log) is left out with a warning naming it, when the rest
+    can be read; nothing readable is an error."""
     from gem_eval.cli.render import console
     from gem_eval.store import RunDir
     from gem_eval.store.importers import import_results
 
-    for run_id in import_results(path, results_dir, source=source):
+    def warn(line: str) -> None:
+        console.print(f"[bold yellow]warning:[/] {escape(line)}", soft_wrap=True)
+
+    for run_id in import_results(path, results_dir, source=source, warn=warn):
         run = RunDir(results_dir / run_id)
         manifest = run.read_manifest()
         records = list(run.latest_by_key().values())

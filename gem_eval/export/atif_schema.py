@@ -1,7 +1,9 @@
 """ATIF, the Agent Trajectory Interchange Format, as pydantic models.
 
 Written from Harbor's RFC 0001 "Agent Trajectory Interchange Format (ATIF)
-Specification", v1.7 (April 2026; harbor-framework/harbor ``rfcs/0001-trajectory-format.md``).
+Specification", v1.7 (April 2026; harbor-framework/harbor ``rfcs/0001-trajectory-format.md``),
+and v1.8 as Harbor 0.26 defines it (its ``harbor.models.trajectories`` models): v1.8 adds
+audio content parts (``type: "audio"`` with an :class:`AudioSource`), nothing else.
 Every object forbids unknown fields (custom data goes in ``extra``), required fields are
 required, and the rules the RFC states in prose are checked too:
 
@@ -11,8 +13,8 @@ required, and the rules the RFC states in prose are checked too:
 * ``model_name``, ``reasoning_effort``, ``reasoning_content``, ``tool_calls`` and
   ``metrics`` appear on agent steps only; an agent step with ``llm_call_count == 0`` has
   no ``metrics`` or ``reasoning_content``;
-* a content part has ``text`` exactly when it is text and ``source`` exactly when it is an
-  image;
+* a content part has ``text`` exactly when it is text, and ``source`` exactly when it is an
+  image or audio, of that kind (an image's source names an image type);
 * a subagent reference sets ``trajectory_id`` or ``trajectory_path``; embedded subagents
   carry distinct ``trajectory_id``\\ s;
 * timestamps are ISO 8601.
@@ -26,7 +28,9 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 ATIF_VERSION = "ATIF-v1.7"
-"""The version gem-eval writes."""
+"""The version gem-eval writes: the oldest that has every field it uses (``llm_call_count``,
+``extra`` on tool calls and results), so that readers of v1.7 (Harbor before 0.26) read
+its documents too. v1.8 only adds audio, which gem-eval never records."""
 
 AtifVersion = Literal[
     "ATIF-v1.0",
@@ -37,8 +41,9 @@ AtifVersion = Literal[
     "ATIF-v1.5",
     "ATIF-v1.6",
     "ATIF-v1.7",
+    "ATIF-v1.8",
 ]
-"""Every published version (a v1.7 reader reads them all)."""
+"""Every published version (a v1.8 reader reads them all)."""
 
 
 class _Atif(BaseModel):
@@ -53,19 +58,66 @@ class ImageSource(_Atif):
     path: str
 
 
-class ContentPart(_Atif):
-    """One part of a multimodal message or observation (v1.6+)."""
+AudioMediaType = Literal[
+    "audio/wav",
+    "audio/mpeg",
+    "audio/mp4",
+    "audio/aac",
+    "audio/ogg",
+    "audio/flac",
+    "audio/webm",
+    "audio/aiff",
+]
 
-    type: Literal["text", "image"]
+_AUDIO_ALIASES = {
+    "audio/mp3": "audio/mpeg",
+    "audio/mpga": "audio/mpeg",
+    "audio/x-mpeg": "audio/mpeg",
+    "audio/x-wav": "audio/wav",
+    "audio/wave": "audio/wav",
+    "audio/vnd.wave": "audio/wav",
+    "audio/x-m4a": "audio/mp4",
+    "audio/m4a": "audio/mp4",
+    "audio/x-aac": "audio/aac",
+    "audio/x-flac": "audio/flac",
+    "audio/x-aiff": "audio/aiff",
+}
+"""Spellings of audio types that v1.8 accepts and reads as the registered one (producers
+copy ``audio/mp3`` from provider responses, though it is no registered type)."""
+
+
+class AudioSource(_Atif):
+    """Where the audio of a message lives (a path or a URL), and how long it is (v1.8+)."""
+
+    media_type: AudioMediaType
+    path: str
+    duration_sec: float | None = Field(default=None, ge=0)
+
+    @field_validator("media_type", mode="before")
+    @classmethod
+    def _registered_spelling(cls, value: object) -> object:
+        if isinstance(value, str):
+            value = value.strip().lower()
+            return _AUDIO_ALIASES.get(value, value)
+        return value
+
+
+class ContentPart(_Atif):
+    """One part of a multimodal message or observation (v1.6+; audio v1.8+)."""
+
+    type: Literal["text", "image", "audio"]
     text: str | None = None
-    source: ImageSource | None = None
+    source: ImageSource | AudioSource | None = None
 
     @model_validator(mode="after")
     def _fields_match_type(self) -> ContentPart:
         if (self.type == "text") != (self.text is not None):
             raise ValueError("'text' is required for, and only for, type 'text'")
-        if (self.type == "image") != (self.source is not None):
-            raise ValueError("'source' is required for, and only for, type 'image'")
+        if (self.type == "text") != (self.source is None):
+            raise ValueError("'source' is required for, and only for, type 'image' or 'audio'")
+        kind = {"image": ImageSource, "audio": AudioSource}.get(self.type)
+        if kind is not None and not isinstance(self.source, kind):
+            raise ValueError(f"type {self.type!r} needs a {kind.__name__}")
         return self
 
 

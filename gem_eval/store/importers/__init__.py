@@ -16,15 +16,21 @@ episodes on ``(task_id, sample, epoch)``, with string sample ids turned into sta
 (see :func:`~gem_eval.store.importers._common.sample_number`). The run id is made from the
 source's start time, the suite and a hash of the source's bytes: importing the same log
 again creates nothing.
+
+What cannot be read is left out when the rest can be: a log, results file or Harbor job
+(or a trial inside a job) that is unreadable, malformed or of an unknown format version is
+skipped and named in one line given to the caller's ``warn``; the import fails only when
+nothing could be read.
 """
 
 from __future__ import annotations
 
 import sqlite3
+from collections.abc import Callable, Iterable
 from pathlib import Path
 
 from gem_eval.errors import UserError
-from gem_eval.store.importers._common import SOURCES, ImportedRun, Source
+from gem_eval.store.importers._common import SOURCES, ImportedRun, Source, skip_line
 
 __all__ = ["SOURCES", "ImportedRun", "Source", "import_results", "read_runs"]
 
@@ -38,7 +44,11 @@ _ALIASES: dict[str, Source] = {
 
 
 def import_results(
-    path: str | Path, results_dir: str | Path, *, source: str | None = None
+    path: str | Path,
+    results_dir: str | Path,
+    *,
+    source: str | None = None,
+    warn: Callable[[str], None] = lambda _: None,
 ) -> list[str]:
     """Import the results at ``path`` into the store at ``results_dir``.
 
@@ -48,15 +58,18 @@ def import_results(
             directory holding any of these.
         results_dir: The results directory (created when missing).
         source: ``inspect``, ``harbor`` or ``lm-eval``; default: told from ``path``.
+        warn: Called with one line for each part of ``path`` left out because it cannot
+            be read (see :func:`read_runs`).
 
     Returns:
         The ids of the new runs. Runs already imported (the same bytes) are skipped.
 
     Raises:
-        UserError: ``path`` holds nothing importable or is malformed (one line naming the
-            file, and the line for JSONL), or everything in it was imported before.
+        UserError: ``path`` holds nothing importable, or nothing of it can be read (one
+            line naming the file, and the line for JSONL), or everything in it was
+            imported before.
     """
-    runs = read_runs(path, source=source)
+    runs = read_runs(path, source=source, warn=warn)
     results_dir = Path(results_dir)
     new, old = [], []
     for run in runs:
@@ -70,11 +83,21 @@ def import_results(
     return new
 
 
-def read_runs(path: str | Path, *, source: str | None = None) -> list[ImportedRun]:
+def read_runs(
+    path: str | Path,
+    *,
+    source: str | None = None,
+    warn: Callable[[str], None] = lambda _: None,
+) -> list[ImportedRun]:
     """The runs at ``path`` (see :func:`import_results`), read but not written.
 
+    Each log, results file and Harbor job is read on its own: one that cannot be read is
+    left out and named in a line given to ``warn`` (after all are read, and only when
+    another one could be read), as is each trial left out of a job it imports.
+
     Raises:
-        UserError: Nothing importable there, or a malformed file.
+        UserError: Nothing importable there, or none of it readable (then the one reason,
+            or the count and the first).
     """
     from gem_eval.store.importers import harbor, inspect, lm_eval
 
@@ -83,19 +106,28 @@ def read_runs(path: str | Path, *, source: str | None = None) -> list[ImportedRu
     if not path.exists():
         raise UserError(f"{path}: no such file or directory")
     runs: list[ImportedRun] = []
+    unreadable: list[tuple[Path, UserError]] = []
+
+    def read_each(found: Iterable[Path], reader: Callable[[Path], ImportedRun]) -> None:
+        for one in found:
+            try:
+                runs.append(reader(one))
+            except UserError as exc:
+                unreadable.append((one, exc))
+
     # A directory may hold several kinds (a folder of Harbor jobs beside inspect_ai logs):
     # each is read once, and no file inside a Harbor job is read as another kind.
     taken: list[Path] = []
     if wanted in (None, "harbor"):
         jobs = harbor.find_jobs(path)
-        runs += [harbor.read(job) for job in jobs]
+        read_each(jobs, harbor.read)
         taken += jobs
     lm_eval_path = path.is_dir() or lm_eval.is_results(path) or wanted == "lm-eval"
-    if wanted in (None, "lm-eval") and (path.is_dir() or not runs) and lm_eval_path:
+    if wanted in (None, "lm-eval") and (path.is_dir() or not taken) and lm_eval_path:
         found = [p for p in lm_eval.find_results(path) if not _inside(p, taken)]
-        runs += [lm_eval.read(p) for p in found]
+        read_each(found, lm_eval.read)
         taken += found
-    if wanted in (None, "inspect_ai") and (path.is_dir() or not runs):
+    if wanted in (None, "inspect_ai") and (path.is_dir() or not taken):
         if path.is_dir():
             logs = sorted(
                 p
@@ -104,10 +136,22 @@ def read_runs(path: str | Path, *, source: str | None = None) -> list[ImportedRu
             )
         else:
             logs = [path] if wanted or inspect.is_log(path) else []
-        runs += [inspect.read(p) for p in logs]
+        read_each(logs, inspect.read)
+    if not runs and unreadable:
+        if len(unreadable) == 1:
+            raise unreadable[0][1]
+        first, exc = unreadable[0]
+        raise UserError(
+            f"{path}: none of {len(unreadable)} could be read; the first, {first}: {exc}"
+        )
     if not runs:
         kinds = "inspect_ai log, Harbor job directory or lm-eval results"
         raise UserError(f"{path}: found no {_NAMES.get(wanted or '', kinds)} to import")
+    for one, exc in unreadable:
+        warn(skip_line(one, exc))
+    for run in runs:
+        for line in run.skipped:
+            warn(line)
     return runs
 
 

@@ -70,6 +70,8 @@ class ImportedRun:
         suite_key: What makes two imports "the same suite": the task(s) and sample ids.
         planned: Episodes the source meant to play (default: those it recorded).
         details: More facts for ``extra["imported"]`` (the metric chosen, sample ids).
+        skipped: What of the source could not be read and was left out, one line each
+            naming the file (``extra["imported"]["skipped"]``).
     """
 
     source: Source
@@ -85,6 +87,7 @@ class ImportedRun:
     error: str | None = None
     planned: int | None = None
     details: dict[str, Any] = field(default_factory=dict)
+    skipped: list[str] = field(default_factory=list)
 
     @property
     def run_id(self) -> str:
@@ -121,6 +124,7 @@ class ImportedRun:
                     "version": self.version,
                     "digest": self.digest,
                     **self.details,
+                    **({"skipped": self.skipped} if self.skipped else {}),
                 }
             },
         )
@@ -245,6 +249,17 @@ def read_json(path: Path) -> Any:
         raise UserError(f"{path}: not a UTF-8 text file") from None
 
 
+def skip_line(what: Path, reason: Exception, skipped: str = "skipped") -> str:
+    """One line naming what was left out and why, without repeating its path:
+    ``skipped jobs/j: config.json:1: not JSON ...``."""
+    text, prefix = str(reason), str(what)
+    if text.startswith(prefix + "/"):
+        text = text[len(prefix) + 1 :]
+    elif text.startswith(prefix + ": "):
+        text = text[len(prefix) + 2 :]
+    return f"{skipped} {what}: {text}"
+
+
 def as_dict(value: Any, where: str) -> dict[str, Any]:
     """``value`` if it is a JSON object, else a one-line error naming ``where``."""
     if not isinstance(value, dict):
@@ -265,10 +280,18 @@ def text_of(content: Any) -> str:
                 parts.append(part)
             elif isinstance(part, dict) and isinstance(part.get("text"), str):
                 parts.append(part["text"])
-            elif isinstance(part, dict) and part.get("type") == "image":
-                parts.append("(image)")
+            elif isinstance(part, dict) and part.get("type") in ("image", "audio"):
+                parts.append(_media(part))
         return "\n".join(parts)
     return json.dumps(content)
+
+
+def _media(part: dict[str, Any]) -> str:
+    """An image or audio part as text: ``(image)``, or ``(audio: PATH)`` when an ATIF
+    source names its file (gem-eval's transcripts hold text only)."""
+    source = part.get("source")
+    path = source.get("path") if isinstance(source, dict) else None
+    return f"({part['type']}: {path})" if isinstance(path, str) else f"({part['type']})"
 
 
 def steps_from_messages(messages: list[Message]) -> list[Step]:
