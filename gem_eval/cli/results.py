@@ -175,7 +175,9 @@ def _status(status: str) -> str:
 def _manifest_grid(m: RunManifest, records: list[EpisodeRecord]) -> Table:
     done = sum(r.outcome not in REPLAYED_OUTCOMES for r in records)
     tokens = sum(r.input_tokens + r.output_tokens for r in records)
-    cost = sum(r.cost_usd or 0.0 for r in records)
+    costs = [r.cost_usd for r in records if r.cost_usd is not None]
+    # As the leaderboard sums it: the known costs, "-" when none is known.
+    cost = f"${sum(costs):.4f}" if costs else "-"
     duration = f"{m.finished_at - m.started_at:.0f} s" if m.finished_at is not None else "-"
     grid = Table.grid(padding=(0, 2))
     rows = [
@@ -190,10 +192,10 @@ def _manifest_grid(m: RunManifest, records: list[EpisodeRecord]) -> Table:
             "episodes",
             f"{done}/{m.episodes_planned} done (tasks: {len(m.tasks)}, epochs: {m.epochs})",
         ),
-        ("usage", f"{tokens:,} tokens, ${cost:.4f}"),
+        ("usage", f"{tokens:,} tokens, cost {cost}"),
         ("started", f"{_when(m.started_at)} (duration {duration})"),
-        ("seed", str(m.seed)),
-        ("gem-eval", f"{m.gem_eval_version} (commit {m.git_commit or '-'}) on {m.host}"),
+        ("seed", _seed(m, records)),
+        *_made_by(m),
     ]
     origin = m.extra.get("rescored_from")
     if isinstance(origin, dict):  # written by gem-eval rescore
@@ -203,6 +205,33 @@ def _manifest_grid(m: RunManifest, records: list[EpisodeRecord]) -> Table:
     for name, value in rows:
         grid.add_row(f"[bold]{name}[/]", value if name == "status" else escape(value))
     return grid
+
+
+def _seed(m: RunManifest, records: list[EpisodeRecord]) -> str:
+    """The base seed the episodes played: sample ``i`` plays ``base + i`` (the run's
+    ``--seed``, else the suite's ``defaults.seed``, else 0; the manifest holds only the
+    first), read back from the records."""
+    bases = sorted({r.seed - r.sample for r in records if r.seed is not None})
+    if len(bases) == 1:
+        return f"{bases[0]} (sample i plays seed {bases[0]} + i)"
+    if bases:  # cannot come from one plan; show what is there
+        return ", ".join(map(str, bases)) + " (per-sample base seeds)"
+    return "-" if m.seed is None else str(m.seed)
+
+
+def _made_by(m: RunManifest) -> list[tuple[str, str]]:
+    """Which program played the run, and where: for an imported run, the source harness
+    (its version and the host or code origin its log names) and then the import."""
+    made = f"{m.gem_eval_version} (commit {m.git_commit or '-'}) on {m.host}"
+    imported = m.extra.get("imported")
+    if not isinstance(imported, dict):
+        return [("gem-eval", made)]
+    source = str(imported.get("source"))
+    where = [str(imported[k]) for k in ("host", "origin") if imported.get(k)]
+    commit = f" (commit {imported['commit']})" if imported.get("commit") else ""
+    played = f"{imported.get('version') or 'version unknown'}{commit}"
+    played += f" on {', '.join(where)}" if where else ""
+    return [(source, played), ("imported", f"by gem-eval {made}")]
 
 
 def _outcome_table(records: list[EpisodeRecord]) -> Table:

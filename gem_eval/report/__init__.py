@@ -28,5 +28,8 @@ def report_html(index: Index, results_dir: Path, run_ids: list[str], gamma: floa
     """
     from gem_eval.report import data, page
 
-    title = "gem-eval report: " + ", ".join(run_ids)
+    if len(run_ids) == 2:
+        title = f"gem-eval report: {run_ids[1]} against baseline {run_ids[0]}"
+    else:
+        title = "gem-eval report: " + ", ".join(run_ids)
     return page.render(data.build(index, results_dir, run_ids, gamma), title=title)

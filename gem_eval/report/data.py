@@ -41,7 +41,8 @@ class ReportData:
     """Everything one report page shows.
 
     Attributes:
-        runs: One manifest summary per run, in the order given.
+        runs: One manifest summary per run, in the order given; with two runs, each
+            says its ``role``: ``baseline`` (the first) or ``new``.
         boards: Leaderboard records by grouping (``model``, ``task``, ``category``).
         comparison: The paired comparison of the second run against the first, when two
             runs were given (``None`` otherwise); ``gate`` likewise, the gate's verdict.
@@ -88,6 +89,7 @@ def build(index: Index, results_dir: Path, run_ids: list[str], gamma: float = 1.
             boards[name] = json.loads(to_text(summarize(frame, by=by), "json"))
     data = ReportData(runs=[_run_summary(known[r]) for r in run_ids], boards=boards, gamma=gamma)
     if len(run_ids) == 2:
+        data.runs[0]["role"], data.runs[1]["role"] = "baseline", "new"
         _add_comparison(data, index, [known[r] for r in run_ids])
     for run_id in run_ids:
         for record in RunDir(results_dir / run_id).latest_by_key().values():
@@ -151,7 +153,10 @@ def _finite(value: Any) -> Any:
 
 
 def _run_summary(run: dict[str, Any]) -> dict[str, Any]:
-    keep = ("run_id", "suite", "suite_hash", "status", "episodes_planned", "episodes_done")
+    keep = (
+        "run_id", "suite", "suite_hash", "status", "episodes_planned", "episodes_done",
+        "started_at",
+    )  # fmt: skip
     return {k: run.get(k) for k in keep} | {"models": run.get("models")}
 
 
@@ -174,6 +179,8 @@ def _add_comparison(data: ReportData, index: Index, runs: list[dict[str, Any]]) 
             reasons.insert(0, f"run {run['run_id']} is {run.get('status')}: finish it first")
     data.gate = {"status": status, "reasons": reasons, "base": base["run_id"]}
     data.gate["new"] = new["run_id"]
+    if verdict.comparison is None:  # scored by different scorers: nothing to pair
+        return
     cmp = compare_runs(frames[0], frames[1])
     if cmp.n_pairs:
         data.comparison = json.loads(json.dumps(asdict(cmp), default=str), parse_constant=_nan)

@@ -131,7 +131,7 @@ def _comparison(data: ReportData) -> str:
         if cmp.get("mcnemar"):
             m = cmp["mcnemar"]
             parts.append(
-                f"<p>McNemar ({e(str(m.get('method')))}) p={_fmt(m.get('p_value'))}: "
+                f"<p>McNemar ({e(str(m.get('method')))}) p={_p(m.get('p_value'))}: "
                 f"{m.get('only_a')} samples pass only in base, {m.get('only_b')} only in new.</p>"
             )
         rows = "".join(
@@ -149,6 +149,11 @@ def _comparison(data: ReportData) -> str:
 
 def _fmt(value: Any) -> str:
     return "-" if value is None else f"{value:.3f}"
+
+
+def _p(value: Any) -> str:
+    """A p-value as ``gem-eval compare`` prints it: 3 significant digits (5.62e-07)."""
+    return "-" if value is None else f"{value:.3g}"
 
 
 def _signed(value: Any) -> str:

@@ -1,15 +1,20 @@
 """``gem-eval view``: a read-only web server over a results directory.
 
 ``/`` lists the runs (from the index); ``/run/<run id>`` is the report page of one run and
-``/report?run=A&run=B`` of several (the first is the baseline), built on each request from
-the files as they are then, through an index in memory: nothing under the results directory
-is written, not even ``index.sqlite``. Standard library only:
-:class:`http.server.ThreadingHTTPServer`.
+``/report?run=A&run=B`` of several, built on each request from the files as they are then,
+through an index in memory: nothing under the results directory is written, not even
+``index.sqlite``. Standard library only: :class:`http.server.ThreadingHTTPServer`.
+
+The baseline of a comparison is the run ``base=`` names, else the oldest run: the order of
+the ``run`` parameters is the order of the ticked boxes, newest first, and says nothing of
+which run the user takes as the reference (``gem-eval report OLD NEW`` compares NEW
+against OLD, and so does the page).
 """
 
 from __future__ import annotations
 
 import html
+import time
 import urllib.parse
 from http import HTTPStatus
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -22,10 +27,11 @@ _LIST = """<!DOCTYPE html><html lang="en"><head><meta charset="utf-8"><title>gem
 <style>body{{font:14px/1.4 system-ui,sans-serif;margin:1em auto;max-width:1100px}}
 td,th{{padding:.2em .6em;border-bottom:1px solid #eee;text-align:left;white-space:nowrap}}
 table{{border-collapse:collapse}}</style></head><body><h1>gem-eval runs in {root}</h1>
-<form action="/report"><table id="runs"><thead><tr><th>compare</th><th>run id</th><th>suite</th>
-<th>models</th><th>status</th><th>episodes</th></tr></thead><tbody>{rows}</tbody></table>
-<p><button type="submit">report of the ticked runs</button> (the first ticked is the
-baseline)</p></form></body></html>
+<form action="/report"><table id="runs"><thead><tr><th>compare</th><th>baseline</th>
+<th>run id</th><th>suite</th><th>models</th><th>status</th><th>episodes</th><th>started</th>
+</tr></thead><tbody>{rows}</tbody></table>
+<p><button type="submit">report of the ticked runs</button> (with two, the new one is
+compared against the baseline: the one chosen, else the older)</p></form></body></html>
 """
 
 
@@ -54,8 +60,9 @@ class ResultsServer(ThreadingHTTPServer):
             index.rebuild(self.results_dir)
             return index.runs()
 
-    def report(self, run_ids: list[str]) -> str:
-        """The report page of ``run_ids``.
+    def report(self, run_ids: list[str], base: str | None = None) -> str:
+        """The report page of ``run_ids``, oldest first: the baseline is ``base`` when
+        given, else the oldest run.
 
         Raises:
             KeyError: An unknown run.
@@ -63,14 +70,17 @@ class ResultsServer(ThreadingHTTPServer):
         from gem_eval.report import report_html
         from gem_eval.store import Index, RunDir, list_run_ids
 
+        wanted = list(dict.fromkeys([*([base] if base else []), *run_ids]))
         known = set(list_run_ids(self.results_dir))
-        unknown = [r for r in run_ids if r not in known]
-        if unknown or not run_ids:
+        unknown = [r for r in wanted if r not in known]
+        if unknown or not wanted:
             raise KeyError(", ".join(unknown) or "no run")
         with Index(":memory:") as index:
-            for run_id in dict.fromkeys(run_ids):
+            for run_id in wanted:
                 index.sync_run(RunDir(self.results_dir / run_id))
-            return report_html(index, self.results_dir, run_ids)
+            ordered = [r["run_id"] for r in index.runs()]  # oldest first
+            ordered.sort(key=lambda r: r != base)  # stable: the baseline, then by age
+            return report_html(index, self.results_dir, ordered)
 
 
 class _Handler(BaseHTTPRequestHandler):
@@ -85,8 +95,9 @@ class _Handler(BaseHTTPRequestHandler):
                 run_id = urllib.parse.unquote(url.path.removeprefix("/run/"))
                 self._send(HTTPStatus.OK, self.server.report([run_id]))
             elif url.path == "/report":
-                runs = urllib.parse.parse_qs(url.query).get("run", [])
-                self._send(HTTPStatus.OK, self.server.report(runs))
+                query = urllib.parse.parse_qs(url.query)
+                base = query.get("base", [None])[0]
+                self._send(HTTPStatus.OK, self.server.report(query.get("run", []), base))
             elif url.path == "/favicon.ico":  # browsers ask; there is none
                 self._send(HTTPStatus.NO_CONTENT, "")
             else:
@@ -104,13 +115,16 @@ class _Handler(BaseHTTPRequestHandler):
         for run in reversed(self.server.runs()):  # newest first
             rid = html.escape(run["run_id"])
             link = "/run/" + urllib.parse.quote(run["run_id"])
+            started = run.get("started_at")
+            when = time.strftime("%Y-%m-%d %H:%M", time.localtime(started)) if started else "-"
             rows.append(
                 f'<tr><td><input type="checkbox" name="run" value="{rid}"></td>'
+                f'<td><input type="radio" name="base" value="{rid}" title="the baseline"></td>'
                 f'<td><a href="{html.escape(link)}">{rid}</a></td>'
                 f"<td>{html.escape(str(run['suite']))}</td>"
                 f"<td>{html.escape(', '.join(map(str, run['models'])))}</td>"
                 f"<td>{html.escape(str(run['status']))}</td>"
-                f"<td>{run['episodes_done']}/{run['episodes_planned']}</td></tr>"
+                f"<td>{run['episodes_done']}/{run['episodes_planned']}</td><td>{when}</td></tr>"
             )
         root = html.escape(str(self.server.results_dir))
         return _LIST.format(root=root, rows="".join(rows))

@@ -342,7 +342,7 @@ def test_inspect_json_log_becomes_a_run(tmp_path: Path) -> None:
     manifest, records = load(results, run_id)
     assert manifest.suite == TASK and [m.name for m in manifest.models] == ["openai/gpt-x"]
     assert manifest.extra["imported"]["source"] == "inspect_ai"
-    assert manifest.extra["imported"]["version"] == "2"
+    assert manifest.extra["imported"]["version"] == "0.3.150"  # eval.packages
     assert manifest.status == "finished" and manifest.episodes_planned == 3
     two = sample_number("two", {})
     assert set(records) == {(TASK, 1), (TASK, two), (TASK, 3)}

@@ -21,6 +21,9 @@
     }
     return node;
   }
+  // A leaderboard's cell as `gem-eval leaderboard` prints it (format_value): its "turns" is
+  // a mean, with one decimal; an episode's turns, tool calls and tokens are counts.
+  const COUNTS = new Set(["turns", "tool_calls", "tokens", "sample", "epoch"]);
   function fmt(col, v) {
     if (v === null || v === undefined) return "-";
     if (typeof v === "boolean") return v ? "yes" : "no";
@@ -29,14 +32,24 @@
     const digits = col === "turns" ? 1 : col === "cost_usd" ? 4 : 3;
     return v.toFixed(digits);
   }
+  function fmtEpisode(col, v) {
+    return COUNTS.has(col) && Number.isInteger(v) ? v.toLocaleString("en") : fmt(col, v);
+  }
+  function when(seconds) {
+    if (!seconds) return "";
+    const d = new Date(seconds * 1000), pad = (n) => String(n).padStart(2, "0");
+    return `${d.getFullYear()}-${pad(d.getMonth() + 1)}-${pad(d.getDate())} ${pad(d.getHours())}:${pad(d.getMinutes())}`;
+  }
   function swatch(model) {
     const colour = DATA.colours[model];
     return colour ? el("span", { class: "swatch", style: "background:" + colour }) : null;
   }
 
   // --- runs
-  $("runs").append(...DATA.runs.map((r) => el("div", {},
-    el("code", {}, r.run_id), ` suite ${r.suite}, ${r.status}, ${r.episodes_done}/${r.episodes_planned} episodes, models: `,
+  $("runs").append(...DATA.runs.map((r) => el("div", { class: "run", "data-role": r.role },
+    r.role ? el("b", { class: "role-" + r.role }, r.role + " ") : null,
+    el("code", {}, r.run_id), ` suite ${r.suite}, ${r.status}, ${r.episodes_done}/${r.episodes_planned} episodes, `,
+    r.started_at ? `started ${when(r.started_at)}, ` : "", "models: ",
     (r.models || []).map((m) => m.name || m).join(", "))));
 
   // --- leaderboard
@@ -119,7 +132,7 @@
     const body = hits.slice(page * PAGE, (page + 1) * PAGE).map((e) => {
       const tr = el("tr", { "data-episode": e.i, "data-key": e.row[F.key] }, ...SHOWN.map((c) =>
         el("td", { class: KEYS.has(c) ? "key" : null }, c === "model" ? swatch(e.row[F.model]) : null,
-          fmt(c, e.row[F[c]]))));
+          fmtEpisode(c, e.row[F[c]]))));
       tr.addEventListener("click", () => openEpisode(e.i, tr));
       return tr;
     });
@@ -169,8 +182,8 @@
     return box;
   }
   function stepsView(t) {
-    const head = el("tr", {}, ...["turn", "reward", "return-to-go", "tool calls", "tokens in/out",
-      "latency s", "end"].map((c) => el("th", {}, c)));
+    const head = el("tr", {}, ...["turn", "reward", "return-to-go", "tool calls", "observation",
+      "tokens in/out", "latency s", "end"].map((c) => el("th", {}, c)));
     const rows = (t.steps || []).map((s, i) => {
       const calls = (s.tool_events || []).map((e) => {
         const out = e.output !== undefined ? e.output :
@@ -182,11 +195,19 @@
       const u = (s.output && s.output.usage) || {};
       return el("tr", { class: "step" }, el("td", {}, s.index), el("td", {}, fmt("r", s.reward)),
         el("td", {}, fmt("r", (t.returns || [])[i])), el("td", { class: "key" }, ...calls),
+        el("td", { class: "key observation" }, hasText(s.observation) ? folded(s.observation, "observation") : null),
         el("td", {}, `${u.input_tokens || 0}/${u.output_tokens || 0}`),
         el("td", {}, fmt("latency_s", s.output && s.output.latency_s)),
         el("td", {}, s.terminated ? "terminated" : s.truncated ? "truncated" : ""));
     });
     return el("table", { class: "steps" }, el("thead", {}, head), el("tbody", {}, ...rows));
+  }
+  function hasText(v) { return v !== null && v !== undefined && v !== ""; }
+  // The env's replies the model never read (the last one above all: "Out of turns",
+  // "No final answer found"): every step's observation that no message holds.
+  function unreadObservations(t) {
+    const read = new Set((t.messages || []).filter((m) => m.role !== "assistant").map((m) => m.content));
+    return (t.steps || []).filter((s) => hasText(s.observation) && !read.has(s.observation));
   }
   async function openEpisode(i, tr) {
     document.querySelectorAll("#episode-list tr.open").forEach((r) => r.classList.remove("open"));
@@ -217,6 +238,11 @@
     view.append(el("h4", {}, "Messages"));
     if (t.initial_observation && !(t.messages || []).length) view.append(folded(t.initial_observation, "observation"));
     for (const m of t.messages || []) view.append(messageView(m));
+    for (const s of unreadObservations(t)) {
+      view.append(el("div", { class: "msg env", "data-step": s.index },
+        el("div", { class: "role" }, `env (turn ${s.index}${s.terminated ? ", terminated" : s.truncated ? ", truncated" : ""}; not sent to the model)`),
+        folded(s.observation, "observation")));
+    }
     $("episode").replaceChildren(view);
     view.scrollIntoView({ block: "start" });
   }

@@ -2,9 +2,10 @@
 
 Read through the documented log format (inspect_ai ``log/_log.py``), without inspect_ai:
 
-* ``EvalLog``: ``version``, ``status`` (``started``, ``success``, ``cancelled``,
-  ``error``), ``eval`` (``task``, ``model``, ``dataset``, ``created`` ...), ``stats``,
-  ``results``, ``error`` and ``samples``.
+* ``EvalLog``: ``version`` (of the file format), ``status`` (``started``, ``success``,
+  ``cancelled``, ``error``), ``eval`` (``task``, ``model``, ``dataset``, ``created``,
+  ``packages`` (``inspect_ai``: its version), ``revision`` (``origin``, ``commit``: the
+  eval's git checkout) ...), ``stats``, ``results``, ``error`` and ``samples``.
 * An ``EvalSample``: ``id`` (int or str), ``epoch`` (from 1), ``input``, ``target``,
   ``messages``, ``output``, ``scores`` (scorer name -> ``{value, answer, explanation}``),
   ``model_usage`` (model -> ``ModelUsage``), ``total_time``, ``started_at``,
@@ -22,6 +23,10 @@ the epoch ``epoch - 1``. The score is the first scorer's value as inspect_ai's
 ``value_to_float`` reads it: ``C`` 1, ``I`` 0, ``P`` 0.5, ``N`` 0, yes/true 1, no/false 0,
 numbers as they are (a dict value: its first entry). A sample with an ``error`` is an
 ``infra_error`` (unscored, never a 0); one that hit a ``limit`` is ``truncated``.
+
+The run's ``extra["imported"]`` says who played it: ``version`` is inspect_ai's,
+``log_version`` the file format's, ``origin`` and ``commit`` the eval's code when the log
+names them (an inspect_ai log names no host).
 """
 
 from __future__ import annotations
@@ -104,7 +109,7 @@ def read(path: Path) -> ImportedRun:
     return ImportedRun(
         source="inspect_ai",
         path=path,
-        version=str(log.get("version")) if log.get("version") is not None else None,
+        version=_program_version(spec),
         suite=task,
         digest=digest_files([path]),
         suite_key=[task, sorted({str(s.get("id")) for s in samples})],
@@ -118,6 +123,8 @@ def read(path: Path) -> ImportedRun:
             "task": task,
             "eval_id": spec.get("eval_id"),
             "scorer": _first_scorer(samples),
+            "log_version": log.get("version"),
+            **_origin(spec),
             **({"sample_ids": hashed} if hashed else {}),
         },
     )
@@ -234,6 +241,24 @@ def _input_text(value: Any) -> str:
     if isinstance(value, list):
         return "\n\n".join(text_of(m.get("content")) for m in value if isinstance(m, dict))
     return text_of(value)
+
+
+def _program_version(spec: dict[str, Any]) -> str | None:
+    """The inspect_ai that ran the eval (``eval.packages``); the log's own ``version`` is
+    its file format's (2), kept apart as ``log_version``."""
+    packages = spec.get("packages")
+    version = packages.get("inspect_ai") if isinstance(packages, dict) else None
+    return str(version) if version else None
+
+
+def _origin(spec: dict[str, Any]) -> dict[str, Any]:
+    """Where the eval's code came from (``eval.revision``: its git remote and commit);
+    inspect_ai logs name no host."""
+    revision = spec.get("revision")
+    if not isinstance(revision, dict):
+        return {}
+    found = {"origin": revision.get("origin"), "commit": revision.get("commit")}
+    return {k: str(v) for k, v in found.items() if v}
 
 
 def _first_scorer(samples: list[Any]) -> str | None:

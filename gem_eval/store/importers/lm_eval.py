@@ -6,7 +6,7 @@
   ``{"<metric>,<filter>": value, "alias": ...}``), ``configs`` (task -> its YAML config,
   with ``metric_list``), ``versions``, ``n-samples`` (task -> ``{original, effective}``),
   ``config`` (``model``, ``model_args`` ...), ``model_name``, ``date`` (a Unix time),
-  ``lm_eval_version``, ``task_hashes``;
+  ``lm_eval_version``, ``git_hash`` (the commit of the directory it ran in), ``task_hashes``;
 * one ``samples_<task>_<date>.jsonl`` per task, one line per document and filter
   (``SampleResult``): ``doc_id``, ``doc``, ``target``, ``arguments``
   (``{"gen_args_0": {"arg_0": prompt, "arg_1": ...}}``), ``resps``, ``filtered_resps``,
@@ -117,7 +117,11 @@ def read(results_path: Path) -> ImportedRun:
         started_at=started,
         finished_at=started + seconds if seconds is not None else None,
         episodes=episodes,
-        details={"metrics": chosen, "model_args": config.get("model_args")},
+        details={
+            "metrics": chosen,
+            "model_args": config.get("model_args"),
+            **({"commit": str(results["git_hash"])} if results.get("git_hash") else {}),
+        },
     )
 
 
