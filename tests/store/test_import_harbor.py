@@ -219,3 +219,15 @@ def test_an_audio_part_in_a_harbor_transcript_reads_as_its_file(jobs: Path) -> N
     [run] = read_runs(jobs / "terminus-2")
     hello = next(e for e in run.episodes if e.task_id == "hello-file")
     assert hello.messages[0] == {"role": "user", "content": "Listen:\n(audio: a.wav)"}
+
+
+def test_an_unreadable_log_beside_the_jobs_is_skipped_too(jobs: Path) -> None:
+    """Skipping is not Harbor's alone: an inspect_ai log that is no zip is named and left
+    out, and the jobs beside it import."""
+    (jobs / "2026-12-06T17-00-00_arith.eval").write_bytes(b"not a zip")
+    lines: list[str] = []
+    runs = read_runs(jobs, warn=lines.append)
+    assert sorted(r.details["job_name"] for r in runs) == ["oracle", "terminus-2"]
+    assert len(lines) == 1 and lines[0].startswith(
+        f"skipped {jobs / '2026-12-06T17-00-00_arith.eval'}: "
+    )

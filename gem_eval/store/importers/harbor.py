@@ -106,6 +106,7 @@ def read(job: Path) -> ImportedRun:
     if not trials:
         why = f" ({skipped[0].removeprefix('skipped trial ')})" if skipped else ""
         raise UserError(f"{job}: no trial could be read{why}")
+    planned = len(trials) + len(skipped)  # the trials left out were meant to play too
     agents = {_agent(t.result) for t in trials}
     several_agents = len(agents) > 1
     started = min((timestamp(t.result.get("started_at"), 0.0) for t in trials), default=0.0)
@@ -139,7 +140,7 @@ def read(job: Path) -> ImportedRun:
         started_at=started,
         finished_at=max((e.finished_at for e in episodes), default=started),
         episodes=episodes,
-        planned=len(trials) + sum(line.startswith("skipped trial ") for line in skipped),
+        planned=planned,
         skipped=skipped,
         details={
             "job_name": config.get("job_name") or job.name,
@@ -167,9 +168,12 @@ class _Trial:
 
     @classmethod
     def read(cls, path: Path) -> _Trial:
-        """Raises:
-        UserError: ``result.json`` is missing, unreadable, no ``TrialResult``, or its
-            reward is no number."""
+        """The trial in ``path``; a trajectory that cannot be read is noted in ``skipped``.
+
+        Raises:
+            UserError: ``result.json`` is missing, unreadable, no ``TrialResult``, or its
+                reward is no number.
+        """
         where = path / "result.json"
         if not where.is_file():
             raise UserError(f"{where}: missing (the trial did not finish)")
@@ -216,12 +220,12 @@ def _is_trial_dir(path: Path) -> bool:
 
 def _is_job_file(path: Path) -> bool:
     """Whether ``path/result.json`` is a ``JobResult`` or ``path/config.json`` a
-    ``JobConfig`` (``job_name``; a trial's config has ``trial_name``)."""
+    ``JobConfig`` (``job_name`` and ``n_attempts``; a trial's config has ``trial_name``)."""
     result = _json_object(path / "result.json")
     if result is not None and "n_total_trials" in result:
         return True
-    config = _json_object(path / "config.json")
-    return config is not None and "job_name" in config and "trial_name" not in config
+    config = _json_object(path / "config.json") or {}
+    return {"job_name", "n_attempts"} <= config.keys() and "trial_name" not in config
 
 
 def _json_object(path: Path) -> dict[str, Any] | None:
