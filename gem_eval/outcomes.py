@@ -98,7 +98,8 @@ OUTCOMES: dict[str, OutcomeInfo] = {
         OutcomeInfo(
             "config_error", False, True, "config", True,
             "the run is set up wrong: the key was refused (401/403), the model or URL is "
-            "unknown (404), the server cannot be reached, or it rejected the request (400)",
+            "unknown (404), the server cannot be reached, it rejected the request (400), "
+            "or an env's constructor refused the task's arguments",
         ),
         OutcomeInfo(
             "env_error", False, True, "incomplete", False,

@@ -237,6 +237,22 @@ class EpisodeSpec(BaseModel):
     def make_key(model: str, task_id: str, sample: int, epoch: int) -> str:
         return f"{model}|{task_id}|{sample}|{epoch}"
 
+    def env_kwargs(self) -> dict[str, Any]:
+        """The env's keyword arguments: the task's ``args`` and the sample's fields.
+
+        Raises:
+            EnvArgumentError: A sample field is one of the task's ``args`` too.
+        """
+        from gem_eval.errors import EnvArgumentError
+
+        both = [k for k in self.sample_kwargs if k in self.task.env_kwargs]
+        if both:
+            raise EnvArgumentError(
+                f"{self.task.env_id}: {both[0]!r} is both in the task's args and a field "
+                "of its dataset rows"
+            )
+        return {**self.task.env_kwargs, **self.sample_kwargs}
+
 
 class EpisodeRecord(BaseModel):
     """One finished episode: one line of ``episodes.jsonl``."""

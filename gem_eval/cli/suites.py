@@ -24,19 +24,21 @@ def list_command(dirs: DirsOption = None) -> None:
     from rich.markup import escape
     from rich.table import Table
 
-    from gem_eval.cli.render import console
+    from gem_eval.cli.render import add_id_column, print_whole
     from gem_eval.errors import UserError
     from gem_eval.suites import list_suites, load_suite
 
     found = list_suites(dirs)
     table = Table(title=f"{len(found)} suites", title_justify="left")
-    for column in ("name", "tasks", "episodes", "description", "path"):
+    add_id_column(table, "name", found)
+    for column in ("tasks", "episodes", "description"):
         table.add_column(column, overflow="fold")
+    add_id_column(table, "path", [_shown(p) for p in found.values()])
     for name, path in found.items():
         try:
             suite = load_suite(path)
         except UserError as exc:  # also a missing optional package (an extra): one row each
-            table.add_row(name, "", "", f"[red]invalid: {escape(str(exc))}[/]", str(path))
+            table.add_row(name, "", "", f"[red]invalid: {escape(str(exc))}[/]", _shown(path))
             continue
         table.add_row(
             name,
@@ -45,7 +47,7 @@ def list_command(dirs: DirsOption = None) -> None:
             escape(suite.description),
             _shown(path),
         )
-    console.print(table)
+    print_whole(table, drop=("path", "episodes", "tasks"))
 
 
 @suites_app.command("show")
@@ -63,19 +65,20 @@ def show_command(
 def validate_command(
     paths: Annotated[list[str], typer.Argument(help="Suite files (or names) to check.")],
 ) -> None:
-    """Check suite files; print "ok: N tasks, M episodes" or the error, one line each.
+    """Check suite files as a run would play them, building every task's envs (no
+    sandbox, image or model is started); print "ok: N tasks, M episodes", or every
+    mistake, one line each (file:line: field: message).
 
     Exits with 2 when any file is invalid.
     """
-    from gem_eval.errors import UserError
-    from gem_eval.suites import load_suite
+    from gem_eval.suites.check import check_file
 
     failed = False
     for path in paths:
-        try:
-            suite = load_suite(path)
-        except UserError as exc:  # a SuiteError, or a missing optional package
-            typer.echo(f"error: {exc}", err=True)
+        suite, problems = check_file(path)
+        for problem in problems:
+            typer.echo(f"error: {problem}", err=True)
+        if problems or suite is None:
             failed = True
             continue
         shown = _shown(suite.path) if suite.path else path
@@ -101,7 +104,7 @@ def _render(suite: Suite) -> None:
     from rich.markup import escape
     from rich.table import Table
 
-    from gem_eval.cli.render import console
+    from gem_eval.cli.render import add_id_column, console, print_whole
 
     head = Table.grid(padding=(0, 2))
     head.add_row("[bold]suite[/]", escape(suite.name))
@@ -117,7 +120,9 @@ def _render(suite: Suite) -> None:
     console.print(head)
 
     table = Table(title=f"{len(suite.tasks)} tasks", title_justify="left")
-    for column in ("id", "env", "args", "samples", "epochs", "max turns", "scorer", "source"):
+    add_id_column(table, "id", [t.spec.id for t in suite.tasks])
+    add_id_column(table, "env", [t.spec.env_id for t in suite.tasks])
+    for column in ("args", "samples", "epochs", "max turns", "scorer", "source"):
         table.add_column(column, overflow="fold")
     for task in suite.tasks:
         spec = task.spec
@@ -133,4 +138,4 @@ def _render(suite: Suite) -> None:
             spec.scorer,
             escape(task.source),
         )
-    console.print(table)
+    print_whole(table, drop=("source", "scorer", "epochs", "max turns", "samples", "args"))

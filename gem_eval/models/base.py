@@ -5,7 +5,7 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from typing import Any
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, field_validator
 
 from gem_eval.models.tokens import TOKEN_REQUEST, TokenTrace
 
@@ -87,6 +87,12 @@ class GenerateConfig(BaseModel):
     """Ask the server for token ids and log-probabilities (see
     :mod:`gem_eval.models.tokens`): for RL export from your own server."""
     extra: dict[str, Any] = Field(default_factory=dict)
+
+    @field_validator("stop", mode="before")
+    @classmethod
+    def _one_stop(cls, value: Any) -> Any:
+        """``-M stop=###`` gives one string: a list of it (as the APIs take it)."""
+        return [value] if isinstance(value, str) else value
 
     def sampling_args(self) -> dict[str, Any]:
         """The settings a chat-completions request takes, without the unset ones."""

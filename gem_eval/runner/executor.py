@@ -17,7 +17,7 @@ from typing import Any
 from gem_eval.agent import Limits, Redactor, run_episode
 from gem_eval.budget import Budget
 from gem_eval.envs.hosted import HostedEnv
-from gem_eval.errors import GemEvalError
+from gem_eval.errors import GemEvalError, UserError
 from gem_eval.models.base import GenerateConfig, Model
 from gem_eval.models.response_cache import CachedModel, ResponseCache, cacheable
 from gem_eval.records import EpisodeRecord, EpisodeSpec, ModelSpec, TaskSpec
@@ -30,7 +30,16 @@ from gem_eval.sandbox.base import Sandbox
 
 def generate_config(task_settings: dict[str, Any], model_args: dict[str, Any]) -> GenerateConfig:
     """The task's generation settings with the model's ``-M key=value`` arguments on top;
-    keys that are not settings pass through to the provider (``extra``)."""
+    keys that are not settings pass through to the provider (``extra``).
+
+    Raises:
+        UserError: A setting of the wrong type or out of range (every one, on one line).
+    """
+    from gem_eval.models.generation import check_generation
+
+    wrong = check_generation(task_settings, "generation") + check_generation(model_args, "-M")
+    if wrong:
+        raise UserError("; ".join(wrong))
     merged = {**task_settings, **model_args}
     extra = {**task_settings.get("extra", {}), **model_args.get("extra", {})}
     known = {k: v for k, v in merged.items() if k in GenerateConfig.model_fields and k != "extra"}
@@ -141,10 +150,12 @@ class LocalExecutor(Executor):
         model = self.models[spec.model.name]
         task = spec.task
         try:
-            env = await asyncio.to_thread(
-                make, task.env_id, **task.env_kwargs, **spec.sample_kwargs
-            )
-        except Exception as exc:  # the task's settings: an env error, not the model's
+            config = generate_config(task.generation, spec.model.args)
+            env = await asyncio.to_thread(make, task.env_id, **spec.env_kwargs())
+        except UserError as exc:  # the env refused its arguments, or a setting is wrong:
+            # the run is set up wrong, every episode would fail alike (never replayed)
+            return failed_record(run_id, spec, started, exc, outcome="config_error")
+        except Exception as exc:  # the env failed to build: an env error, not the model's
             return failed_record(run_id, spec, started, exc, outcome="env_error")
         bind = getattr(model, "for_episode", None)  # the oracle acts on this episode's env
         if bind is not None:
@@ -168,7 +179,7 @@ class LocalExecutor(Executor):
                     tools,
                     Limits(**limits),
                     seed=spec.seed,
-                    config=generate_config(task.generation, spec.model.args),
+                    config=config,
                     tool_mode=task.tool_mode,
                     system_prompt=task.system_prompt,
                     sandbox=sandbox,

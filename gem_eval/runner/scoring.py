@@ -66,7 +66,7 @@ def failed_record(
     spec: EpisodeSpec,
     started_at: float,
     exc: BaseException,
-    outcome: Literal["infra_error", "env_error", "harness_error"] = "infra_error",
+    outcome: Literal["config_error", "infra_error", "env_error", "harness_error"] = "infra_error",
 ) -> EpisodeRecord:
     """The record of an episode that could not be played (not the model's fault)."""
     error = f"{type(exc).__name__}: {exc}"
@@ -95,7 +95,7 @@ def _unplayed(
     run_id: str,
     spec: EpisodeSpec,
     started_at: float,
-    outcome: Literal["cancelled", "infra_error", "env_error", "harness_error"],
+    outcome: Literal["cancelled", "config_error", "infra_error", "env_error", "harness_error"],
     trajectory: Trajectory | None,
 ) -> EpisodeRecord:
     return EpisodeRecord(

@@ -32,17 +32,21 @@ from gem_eval.errors import (
     TaskFormatError,
     UnknownEnvError,
     UserError,
+    closest,
     did_you_mean,
 )
 from gem_eval.records import TaskSpec
 from gem_eval.registration import accepted_kwargs, spec
+from gem_eval.suites.models import model_specs
+from gem_eval.suites.problems import Problem, Problems, validated
 from gem_eval.suites.schema import (
     Loc,
     SuiteError,
     SuiteFile,
     TaskFile,
+    format_loc,
 )
-from gem_eval.suites.suite import Suite, SuiteTask, merge_layers
+from gem_eval.suites.suite import Origin, Suite, SuiteTask, merge_layers
 from gem_eval.suites.yaml_doc import YamlDoc, read_yaml
 
 
@@ -120,33 +124,73 @@ def load_suite(
     Raises:
         SuiteError: Anything wrong with the suite, its task files or datasets; one line.
     """
+    suite = _load(path_or_name, search_dirs, Problems())
+    assert suite is not None  # not collecting: the first problem was raised
+    return suite
+
+
+def collect_suite(
+    path_or_name: str | Path, *, search_dirs: Sequence[str | Path] | None = None
+) -> tuple[Suite | None, list[Problem]]:
+    """:func:`load_suite`, reporting every problem of the file rather than the first.
+
+    Returns:
+        The suite of the tasks that resolved (``None`` when the file cannot be read, or
+        a mistake leaves no task to resolve as the file means it), and every problem
+        found on the way (see :mod:`gem_eval.suites.problems`).
+    """
+    problems = Problems(collect=True)
+    try:
+        suite = _load(path_or_name, search_dirs, problems)
+    except UserError as exc:  # the file cannot be found or read: nothing else to check
+        problems.items.append(Problem.of(exc))
+        suite = None
+    return suite, problems.items
+
+
+def _load(
+    path_or_name: str | Path, search_dirs: Sequence[str | Path] | None, problems: Problems
+) -> Suite | None:
     doc = read_yaml(find_suite(path_or_name, search_dirs))
     data = doc.data
     if isinstance(data, dict) and "tasks" not in data and ("env" in data or "dataset" in data):
-        values = doc.validate(TaskFile).model_dump(exclude_unset=True)
-        lone = _resolve(doc, (), [], values, stem=doc.path.stem)
+        lone_file, _ = validated(doc, TaskFile, problems)
+        if lone_file is None:
+            return None
+        values = lone_file.model_dump(exclude_unset=True)
+        lone = _resolve_item(doc, (), [], values, problems, stem=doc.path.stem)
         return Suite(name=doc.path.stem, tasks=lone, path=doc.path)
     if not isinstance(data, dict):
         raise doc.error((), "a suite file is a mapping with a `tasks:` list")
-    suite = doc.validate(SuiteFile)
+    suite, indices = validated(doc, SuiteFile, problems)
+    if suite is None:
+        return None
     defaults = suite.defaults.model_dump(exclude_unset=True)
     base = [_Layer(doc, ("defaults",), {k: v for k, v in defaults.items() if k != "seed"})]
     tasks: list[SuiteTask] = []
     seen: dict[str, int] = {}
-    for index, item in enumerate(suite.tasks):
+    for index, item in zip(indices, suite.tasks):
         loc: Loc = ("tasks", index)
         values = item.model_dump(exclude_unset=True)
-        for task in _resolve(doc, loc, base, values):
+        for task in _resolve_item(doc, loc, base, values, problems):
             if task.spec.id in seen:
                 where = "id" if "id" in values else "file" if "file" in values else "env"
                 first = seen[task.spec.id]
-                raise doc.error(
-                    (*loc, where),
-                    f"duplicate task id {task.spec.id!r} (also tasks[{first}] on line "
-                    f"{doc.lines[('tasks', first)]}); give one of them a distinct `id`",
+                problems.add(
+                    doc.error(
+                        (*loc, where),
+                        f"duplicate task id {task.spec.id!r} (also tasks[{first}] on line "
+                        f"{doc.lines[('tasks', first)]}); give one of them a distinct `id`",
+                    )
                 )
+                continue
             seen[task.spec.id] = index
             tasks.append(task)
+    try:
+        models = model_specs(suite.models, doc, ("models",))
+    except SuiteError as exc:
+        problems.add(exc)
+        models = []
     return Suite(
         name=suite.name or doc.path.stem,
         tasks=tasks,
@@ -155,22 +199,48 @@ def load_suite(
         seed=suite.defaults.seed,
         defaults=defaults,
         cache=suite.cache,
+        models=models,
     )
 
 
+def _resolve_item(
+    doc: YamlDoc,
+    loc: Loc,
+    base: list[_Layer],
+    values: dict[str, Any],
+    problems: Problems,
+    stem: str | None = None,
+) -> list[SuiteTask]:
+    """:func:`_resolve`, its problem added to ``problems`` (no task when there is one)."""
+    try:
+        return _resolve(doc, loc, base, values, problems, stem)
+    except UserError as exc:  # a SuiteError, or a missing optional package
+        problems.add(exc)
+        return []
+
+
 def _resolve(
-    doc: YamlDoc, loc: Loc, base: list[_Layer], values: dict[str, Any], stem: str | None = None
+    doc: YamlDoc,
+    loc: Loc,
+    base: list[_Layer],
+    values: dict[str, Any],
+    problems: Problems,
+    stem: str | None = None,
 ) -> list[SuiteTask]:
     """One task item: its file, env id, args, dataset and id, merged over ``base``;
     several tasks when the env expands its args (a directory of terminal tasks).
 
-    ``stem`` names the task when nothing else does (a lone task file's stem).
+    ``stem`` names the task when nothing else does (a lone task file's stem). Mistakes
+    in its task file's keys go to ``problems`` (all of them, when collecting).
     """
     layers = list(base)
     if "file" in values:
         path = _find_file(values.pop("file"), doc, loc)
         file_doc = read_yaml(path)
-        file_values = file_doc.validate(TaskFile).model_dump(exclude_unset=True)
+        task_file, _ = validated(file_doc, TaskFile, problems)
+        if task_file is None:
+            return []
+        file_values = task_file.model_dump(exclude_unset=True)
         layers.append(_Layer(file_doc, (), file_values))
         stem = path.stem
     layers.append(_Layer(doc, loc, values))
@@ -192,11 +262,13 @@ def _resolve(
     except RegistrationError:  # e.g. an optional dependency is missing: checked at run time
         factory, accepted = None, None
     args: dict[str, Any] = {k: _interpolate(v) for k, v in merged.get("args", {}).items()}
-    for key in args:
-        if accepted is not None and key not in accepted:
-            arg_doc, arg_loc = _origin(layers, "args", key)
-            hint = did_you_mean(key, accepted)
-            raise arg_doc.error(arg_loc, f"{env_spec.id} takes no parameter {key!r}.{hint}")
+    unknown = [key for key in args if accepted is not None and key not in accepted]
+    for key in unknown:
+        arg_doc, arg_loc = _origin(layers, "args", key)
+        hint = did_you_mean(key, accepted or ())
+        problems.add(arg_doc.error(arg_loc, f"{env_spec.id} takes no parameter {key!r}.{hint}"))
+    if unknown:
+        return []
     expand = getattr(factory, "expand", None)
     expanded = None
     if expand is not None:
@@ -233,6 +305,7 @@ def _resolve(
         epochs=merged.get("epochs", 1),
         rows=rows,
         source=f"{doc.shown}:{doc.lines.get(loc, 1)}",
+        origins=_origins(layers, merged),
     )
     if expanded is None:
         return [task]
@@ -250,6 +323,19 @@ def _resolve(
         )
         for item in expanded
     ]
+
+
+def _origins(layers: Sequence[_Layer], merged: dict[str, Any]) -> dict[str, Origin]:
+    """Where the keys a run's checks point at were written (see :class:`Origin`)."""
+    keys: list[tuple[str, ...]] = [("env",), ("args",), ("dataset",), ("generation",)]
+    keys += [("args", k) for k in merged.get("args", {})]
+    keys += [("generation", k) for k in merged.get("generation", {})]
+    keys += [("dataset", "fields", k) for k in (merged.get("dataset") or {}).get("fields") or {}]
+    out = {}
+    for key in keys:
+        doc, loc = _origin(layers, *key)
+        out[".".join(key)] = Origin(doc.shown, doc.line(loc), format_loc(loc))
+    return out
 
 
 def _expanded(expand: Any, args: dict[str, Any], layers: Sequence[_Layer]) -> list[Any] | None:
@@ -278,24 +364,17 @@ def _interpolate(value: Any) -> Any:
 def _check_env_builds(env_id: str, args: dict[str, Any], layers: Sequence[_Layer]) -> None:
     """Build the env once, so that a bad value (``max_turns: 0``) is reported here, with
     its line, rather than failing every episode of the run. The constructor runs, and an
-    env's ``check_settings()`` when it has one (settings checkable only by loading data,
-    such as a reasoning-gym config); anything else surfaces as ``env_error`` outcomes."""
-    from gem_eval.errors import EnvArgumentError
-    from gem_eval.registration import make
+    env's ``check_settings()`` when it has one (a game sets up a board; a reasoning-gym
+    env builds its dataset). A dataset task's envs are built per row by
+    :func:`~gem_eval.suites.check.check_suite`."""
+    from gem_eval.suites.check import blamed_key, build_failure
 
-    try:
-        env = make(env_id, **args)
-        try:
-            check = getattr(env.unwrapped, "check_settings", None)
-            if callable(check):  # settings only checkable by loading data (rg configs)
-                check()
-        except ValueError as exc:
-            raise EnvArgumentError(f"{env_id}: {exc}") from exc
-        finally:
-            env.close()
-    except EnvArgumentError as exc:
-        doc, loc = _origin(layers, "args")
-        raise doc.error(loc, str(exc)) from None
+    failure = build_failure(env_id, args)
+    if failure is not None:
+        key = blamed_key(failure.message, list(args))
+        where = ("args", key) if key else ("args",) if failure.arguments else ("env",)
+        doc, loc = _origin(layers, *where)
+        raise doc.error(loc, failure.message)
 
 
 def _check_tools(layers: Sequence[_Layer], entries: list[Any]) -> list[dict[str, Any]]:
@@ -375,9 +454,24 @@ def _dataset_rows(
             message = f"{env_id} takes no parameter {name!r} (fields: {{parameter: column}}).{hint}"
             raise ds_doc.error((*ds_loc, "fields", name), message)
     try:
-        return load_rows(source, base_dirs=[ds_doc.path.parent, bundled_root(), Path.cwd()])
+        rows = load_rows(source, base_dirs=[ds_doc.path.parent, bundled_root(), Path.cwd()])
     except DatasetError as exc:
         if exc.path:  # located in the data file itself
             raise SuiteError(exc.message, path=exc.path, line=exc.line) from None
         where = ("fields", exc.key) if exc.key else ("path",)
         raise ds_doc.error((*ds_loc, *where), exc.message) from None
+    if source.fields is None and accepted is not None:  # each row's columns go to the env
+        columns = [c for c in dict.fromkeys(c for row in rows for c in row) if c not in accepted]
+        if columns:
+            shown = ", ".join(repr(c) for c in columns[:5]) + (" ..." if len(columns) > 5 else "")
+            mapped = {c: c for c in rows[0] if c in accepted}  # a guess at the mapping
+            mapped |= {m[0]: c for c in columns if (m := closest(c, accepted, 1))}
+            pairs = ", ".join(f"{k}: {v}" for k, v in mapped.items())
+            hint = f" Perhaps `fields: {{{pairs}}}`?" if pairs else ""
+            raise ds_doc.error(
+                ds_loc,
+                f"{env_id} takes no parameter {shown} (column{'s' if len(columns) > 1 else ''} "
+                f"of {source.path}): without `fields:` every column is passed to the env; "
+                f"map the ones it takes with `fields: {{parameter: column}}`.{hint}",
+            )
+    return rows

@@ -84,7 +84,7 @@ class Generation(_Strict):
     max_tokens: int | None = Field(default=None, ge=1)
     seed: int | None = None
     reasoning_effort: str | None = None
-    stop: list[str] | None = None
+    stop: str | list[str] | None = None
     extra: dict[str, Any] = Field(default_factory=dict)
 
 
@@ -158,6 +158,21 @@ class TaskItem(TaskFile):
     file: str | None = None
 
 
+class ModelEntry(_Strict):
+    """One entry of a ``models:`` list (a suite's, or a ``--models`` file's): a model and
+    how it is reached (see :class:`~gem_eval.records.ModelSpec` and
+    :mod:`gem_eval.suites.models`)."""
+
+    name: str = Field(min_length=1)
+    base_url: str | None = None
+    backend: str | None = None
+    api_key_env: str | None = None
+    args: dict[str, Any] = Field(default_factory=dict)
+    timeout_s: float | None = Field(default=None, gt=0)
+    max_retries: int | None = Field(default=None, ge=0)
+    max_connections: int | None = Field(default=None, ge=1)
+
+
 class SuiteFile(_Strict):
     """A suite file (``suites/NAME.yaml``)."""
 
@@ -165,6 +180,8 @@ class SuiteFile(_Strict):
     description: str = ""
     cache: bool = False
     """Runs of the suite use the response cache, as ``--cache`` does."""
+    models: list[str | ModelEntry] = Field(default_factory=list)
+    """The models a run plays when no ``--model`` is given."""
     defaults: Defaults = Field(default_factory=Defaults)
     tasks: list[TaskItem] = Field(min_length=1)
 
@@ -177,6 +194,9 @@ def format_loc(loc: Loc) -> str:
     return out
 
 
+_MISSING = "required key is missing"
+
+
 def describe(exc: ValidationError, model: type[BaseModel]) -> tuple[Loc, str]:
     """The first error of ``exc`` as ``(loc, message)``, with a hint where one helps.
 
@@ -184,23 +204,62 @@ def describe(exc: ValidationError, model: type[BaseModel]) -> tuple[Loc, str]:
         exc: What ``model.model_validate`` raised.
         model: The model validated, to name the keys an unknown key could have meant.
     """
+    places = describe_all(exc, model)
     # A misspelt key is both unknown and (if required) missing: show the one with a hint.
-    errors = sorted(exc.errors(), key=lambda e: e["type"] == "missing")
-    first = errors[0]
-    loc: Loc = tuple(first["loc"])
-    if first["type"] == "extra_forbidden":
+    loc, message = sorted(places, key=lambda p: p[1] == _MISSING)[0]
+    if len(places) > 1:
+        message += f" (+{len(places) - 1} more)"
+    return loc, message
+
+
+def describe_all(exc: ValidationError, model: type[BaseModel]) -> list[tuple[Loc, str]]:
+    """Every error of ``exc`` as ``(loc, message)``, in the order of the document.
+
+    One per place: a key missing where an unknown key stands beside it (the same key,
+    misspelt) is left out, and so are the other branches of a union (``tools[0]``
+    fails both as a string and as a mapping: one message).
+    """
+    errors = exc.errors()
+    unknown_in = {tuple(e["loc"][:-1]) for e in errors if e["type"] == "extra_forbidden"}
+    out: dict[Loc, str] = {}
+    for error in errors:
+        if error["type"] == "missing" and tuple(error["loc"][:-1]) in unknown_in:
+            continue
+        loc, message = _message(error, model)
+        out.setdefault(_without_union_tags(loc, model), message)
+    return list(out.items())
+
+
+def _message(error: Any, model: type[BaseModel]) -> tuple[Loc, str]:
+    loc: Loc = tuple(error["loc"])
+    if error["type"] == "extra_forbidden":
         known = _keys_at(model, loc[:-1])
         hint = did_you_mean(str(loc[-1]), known) or f" Expected one of: {', '.join(known)}."
-        message = f"unknown key.{hint}"
-    elif first["type"] == "missing":
-        message = "required key is missing"
-    elif first["type"] in ("model_type", "model_attributes_type", "dict_type"):
-        message = f"expected a mapping of keys (got {_show(first['input'])})"
-    else:
-        message = f"{first['msg']} (got {_show(first['input'])})"
-    if len(errors) > 1:
-        message += f" (+{len(errors) - 1} more)"
-    return loc, message
+        return loc, f"unknown key.{hint}"
+    if error["type"] == "missing":
+        return loc, _MISSING
+    if error["type"] in ("model_type", "model_attributes_type", "dict_type"):
+        return loc, f"expected a mapping of keys (got {_show(error['input'])})"
+    return loc, f"{error['msg']} (got {_show(error['input'])})"
+
+
+def _without_union_tags(loc: Loc, model: type[BaseModel]) -> Loc:
+    """``loc`` cut at a union of several types, where pydantic names the branch tried
+    (``("tools", 0, "str")``), so that the branches of one value share a place."""
+    current: Any = model
+    for n, part in enumerate(loc):
+        current = _unwrap(current)
+        if get_origin(current) in (Union, types.UnionType):
+            return loc[:n]
+        if isinstance(part, int) or get_origin(current) is dict:
+            args = get_args(current)
+            current = args[-1] if args else None
+        elif isinstance(current, type) and issubclass(current, BaseModel):
+            field = current.model_fields.get(part)
+            current = field.annotation if field else None
+        else:
+            current = None
+    return loc
 
 
 def _show(value: Any) -> str:

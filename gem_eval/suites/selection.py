@@ -79,7 +79,7 @@ class Selection:
         ):
             most = max(samples.get(t.id, 0) for t in kept)
             raise UserError(
-                f"--sample {_show_ids(self.samples)}: the selected tasks have samples "
+                f"--sample {show_ids(self.samples)}: the selected tasks have samples "
                 f"0-{most - 1} only"
             )
 
@@ -88,7 +88,7 @@ class Selection:
         parts = [f"--task {g!r}" for g in self.tasks]
         parts += [f"--category {c!r}" for c in self.categories]
         if self.samples:
-            parts.append(f"--sample {_show_ids(self.samples)}")
+            parts.append(f"--sample {show_ids(self.samples)}")
         return " ".join(parts)
 
 
@@ -126,7 +126,7 @@ def parse_sample_ids(text: str) -> tuple[int, ...]:
     return tuple(ids)
 
 
-def _show_ids(ids: Sequence[int]) -> str:
+def show_ids(ids: Sequence[int]) -> str:
     """``(0, 1, 2, 5)`` -> ``0-2,5``."""
     spans: list[list[int]] = []
     for i in sorted(ids):

@@ -43,6 +43,21 @@ def merge_layers(layers: Sequence[dict[str, Any]]) -> dict[str, Any]:
 
 
 @dataclass(frozen=True)
+class Origin:
+    """Where a task's key was written, for messages: ``path:line: field``.
+
+    Attributes:
+        path: The file, as shown (the suite, or a task file it names).
+        line: The 1-based line.
+        field: The key's place in that file, e.g. ``tasks[1].args.max_number``.
+    """
+
+    path: str
+    line: int
+    field: str
+
+
+@dataclass(frozen=True)
 class SuiteTask:
     """One resolved task of a suite.
 
@@ -52,6 +67,8 @@ class SuiteTask:
         epochs: Attempts per sample.
         rows: A dataset task's ``sample_kwargs``, one per sample; ``None`` otherwise.
         source: ``file:line`` of the task item, for messages.
+        origins: Where its ``env``, ``args``, ``dataset`` and ``generation`` (and each
+            of their keys: ``"args.size"``, ``"dataset.fields.question"``) were written.
     """
 
     spec: TaskSpec
@@ -59,6 +76,16 @@ class SuiteTask:
     epochs: int
     rows: list[Row] | None = None
     source: str = ""
+    origins: dict[str, Origin] = field(default_factory=dict)
+
+    def origin(self, *key: str) -> Origin | None:
+        """Where ``key`` (e.g. ``"args", "size"``) was written, else its nearest
+        enclosing key; ``None`` when not known."""
+        for n in range(len(key), 0, -1):
+            found = self.origins.get(".".join(key[:n]))
+            if found is not None:
+                return found
+        return None
 
 
 @dataclass
@@ -73,6 +100,8 @@ class Suite:
     defaults: dict[str, Any] = field(default_factory=dict)
     cache: bool = False
     """``cache: true``: its runs use the response cache (as ``--cache``)."""
+    models: list[ModelSpec] = field(default_factory=list)
+    """``models:``: what a run plays when no ``--model`` is given."""
 
     def task_specs(
         self, overrides: dict[str, Any] | None = None, select: Selection | None = None

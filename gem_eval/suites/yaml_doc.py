@@ -10,7 +10,7 @@ from typing import Any, TypeVar
 import yaml
 from pydantic import BaseModel, ValidationError
 
-from gem_eval.suites.schema import Loc, SuiteError, describe, format_loc
+from gem_eval.suites.schema import Loc, SuiteError, describe, describe_all, format_loc
 
 _M = TypeVar("_M", bound=BaseModel)
 
@@ -46,6 +46,14 @@ class YamlDoc:
             return model.model_validate(self.data)
         except ValidationError as exc:
             raise self.error(*describe(exc, model)) from None
+
+    def errors(self, model: type[BaseModel]) -> list[tuple[Loc, SuiteError]]:
+        """Every place where the data does not fit ``model``, and its error."""
+        try:
+            model.model_validate(self.data)
+        except ValidationError as exc:
+            return [(loc, self.error(loc, message)) for loc, message in describe_all(exc, model)]
+        return []
 
 
 def read_yaml(path: Path) -> YamlDoc:

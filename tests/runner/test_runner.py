@@ -252,7 +252,7 @@ def test_any_unscored_outcome_gives_exit_3() -> None:
     assert RunSummary(status="finished").exit_code == EXIT_OK
 
 
-def test_a_task_the_env_rejects_is_an_env_error() -> None:
+def test_a_task_the_env_rejects_is_a_config_error() -> None:
     executor = LocalExecutor(lambda spec: ScriptedModel(["x"], name=spec.name))
     bad = specs(1)[0]
     bad.task = bad.task.model_copy(update={"env_kwargs": {"max_turns": 0}})
@@ -262,7 +262,7 @@ def test_a_task_the_env_rejects_is_an_env_error() -> None:
         return await executor.run("r", bad)
 
     record = asyncio.run(main())
-    assert record.outcome == "env_error" and record.score is None
+    assert record.outcome == "config_error" and record.score is None  # never replayed
     assert "max_turns must be at least 1" in (record.trajectory.error or "")  # type: ignore[union-attr]
 
 

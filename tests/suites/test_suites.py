@@ -573,7 +573,8 @@ def test_bad_env_argument_values_are_one_line_errors(tmp_path: Path) -> None:
     with pytest.raises(SuiteError) as err:
         load_suite(bad)
     assert str(err.value).endswith(
-        "values.yaml:4: tasks[0].args: game:GuessTheNumber-v0: max_turns must be at least 1"
+        "values.yaml:4: tasks[0].args.max_turns: game:GuessTheNumber-v0: max_turns must be at "
+        "least 1"
     )
 
 
@@ -619,5 +620,5 @@ def test_an_env_settings_check_reports_a_bad_reasoning_gym_config(
             args: {config: {max_term: 3}}
         """,
     )
-    assert message.startswith("bad.yaml:3: tasks[0].args: rg:basic_arithmetic-v0:")
+    assert message.startswith("bad.yaml:3: tasks[0].args.config: rg:basic_arithmetic-v0:")
     assert "no key 'max_term'. Did you mean: max_terms" in message

@@ -53,5 +53,5 @@ def test_validate_reports_it_and_goes_on_to_the_next_file(suite_dir: Path) -> No
         suites_app, ["validate", str(suite_dir / "aaa-needs-extra.yaml"), "smoke"]
     )
     assert result.exit_code == 2
-    assert f"error: {NEEDS}" in result.output
+    assert f"aaa-needs-extra.yaml:2: tasks[0].env: {NEEDS}" in result.output
     assert "ok: 2 tasks" in result.output  # smoke, after the failing file

@@ -125,6 +125,17 @@ class GameEnv(Env, Generic[MoveT]):
     def sample_random_action(self, rng: random.Random) -> str:
         """A well-formed random move drawn from ``rng`` (may be illegal or poor)."""
 
+    def check_settings(self) -> None:
+        """Set up one game (seed 0), so that settings no game can be made with
+        (``max_number`` below ``min_number``, a word length the list lacks) fail when a
+        suite is loaded rather than at every episode's reset.
+
+        Raises:
+            ValueError: The settings cannot make a game.
+        """
+        self.reset(seed=0)
+        self.done = True
+
     @property
     def play_rng(self) -> random.Random:
         """The generator for draws made during play, seeded from ``self.rng`` at reset.
