@@ -6,6 +6,7 @@ to the next action.
 
 from __future__ import annotations
 
+import hashlib
 import random
 from collections.abc import Callable
 from typing import Protocol
@@ -35,11 +36,15 @@ class RandomPolicy:
     """Plays well-formed random moves (``env.unwrapped.sample_random_action``).
 
     Args:
-        seed: Seeds the policy's own generator; the env's is never touched.
+        seed: Makes the policy's moves reproducible. Its generator is seeded with a hash
+            of it (:func:`policy_seed`), never with it as it is: an env reset with the
+            same number (``play --seed 1``) would draw the same stream, and a policy
+            replaying the env's secret draws guesses the secret. The env's generator is
+            never touched.
     """
 
     def __init__(self, seed: int | None = None) -> None:
-        self.rng = random.Random(seed)
+        self.rng = random.Random(policy_seed(seed, "random"))
 
     def __call__(self, observation: str, env: Env) -> str:
         sample = getattr(env.unwrapped, "sample_random_action", None)
@@ -67,6 +72,19 @@ class HumanPolicy:
 
 
 POLICY_NAMES = ("oracle", "random", "human")
+
+
+def policy_seed(seed: int | None, name: str) -> int | None:
+    """The seed of policy ``name``'s generator, derived from a run's ``seed``.
+
+    Reproducible for a given ``seed``, yet statistically independent of every generator
+    seeded with ``seed`` itself (the env's): a SHA-256 of the seed and the policy's name,
+    so each policy has a stream of its own. ``None`` stays ``None`` (fresh entropy).
+    """
+    if seed is None:
+        return None
+    digest = hashlib.sha256(f"gem-eval policy {name}: {seed}".encode()).digest()
+    return int.from_bytes(digest[:16], "big")
 
 
 def make_policy(name: str, seed: int | None = None) -> Policy:

@@ -36,7 +36,10 @@ def play(
         ),
     ] = None,
     policy: Annotated[str, typer.Option(help="oracle, random or human.")] = "oracle",
-    seed: Annotated[int | None, typer.Option(help="Episode seed.")] = None,
+    seed: Annotated[
+        int | None,
+        typer.Option(help="Episode seed (a random policy derives its own seed from it)."),
+    ] = None,
     gamma: Annotated[float, typer.Option(help="Discount factor for the summary.")] = 0.99,
     arg: Annotated[
         list[str] | None, typer.Option("--arg", "-a", help="Env parameter key=value.")
