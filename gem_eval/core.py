@@ -84,6 +84,18 @@ class Env(ABC):
     def close(self) -> None:  # noqa: B027 - optional hook, empty by design
         """Release resources (containers, processes). Safe to call twice."""
 
+    def turn_limit(self) -> int | None:
+        """The most steps an episode can take before the env itself ends it.
+
+        Optional: ``None`` (the default) means no limit of its own, only the harness's
+        ``max_turns``. An env with one (a game's guesses, a question's answers) returns
+        it from its settings, before any reset; one that draws its limit per episode
+        returns the largest it may draw. A cost estimate (``run --dry-run``) bounds an
+        episode's model calls by it. Steps, not calls: a model with tools may be called
+        several times between two steps.
+        """
+        return None
+
     @property
     def unwrapped(self) -> Env:
         """The innermost env (itself, for an env that is not a wrapper)."""
@@ -145,6 +157,9 @@ class Wrapper(Env):
 
     def close(self) -> None:
         self.env.close()
+
+    def turn_limit(self) -> int | None:
+        return self.env.turn_limit()
 
     @property
     def blocking(self) -> bool:  # type: ignore[override]

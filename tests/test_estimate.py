@@ -178,9 +178,10 @@ def specs_for(
     model: str = "openai/fake",
     task: str = "guess",
     max_connections: int | None = None,
+    env_id: str = "game:GuessTheNumber-v0-easy",
     **task_fields: Any,
 ) -> list[EpisodeSpec]:
-    spec = TaskSpec(id=task, env_id="game:GuessTheNumber-v0-easy", **task_fields)
+    spec = TaskSpec(id=task, env_id=env_id, **task_fields)
     model_spec = ModelSpec(name=model, max_connections=max_connections)
     return [
         EpisodeSpec(
@@ -330,8 +331,29 @@ def test_bounds_follow_the_prompt_limits_and_the_episode_token_cap(tmp_path: Pat
     assert capped.input_tokens.value < loose.input_tokens.value
 
 
+def test_the_envs_own_turn_limit_bounds_the_calls_when_lower_and_without_tools() -> None:
+    def row(**fields: Any) -> Any:
+        specs = specs_for(3, generation={"max_tokens": 50}, **fields)
+        [found] = estimate_run(specs, results_dir=None, concurrency=1, pricing=lambda m: FREE).rows
+        return found
+
+    game = row(limits={"max_turns": 50})  # GuessTheNumber-easy allows 4 guesses
+    assert game.calls == Amount(12, bound=True) and game.output_tokens == Amount(600, bound=True)
+    assert "the env's own limit, 4 turns" in game.source
+    assert row(limits={"max_turns": 2}).calls == Amount(6, bound=True)  # the task's is lower
+    assert row(limits={"max_turns": None}).calls == Amount(12, bound=True)
+    assert row(limits={"max_turns": 50}, env_kwargs={"max_turns": 7}).calls.value == 21
+    # A tool call is a model call that takes no step: only max_turns bounds the calls.
+    assert row(limits={"max_turns": 50}, tools=["python"]).calls == Amount(150, bound=True)
+    assert row(model="oracle", limits={"max_turns": 50}).calls == Amount(12, bound=True)
+    question = {"question": "What is 6 * 7?", "answer": "42"}
+    math = row(env_id="math:Math-v0", env_kwargs=question, limits={"max_turns": 50})
+    assert math.calls == Amount(3, bound=True)  # one answer a question
+    assert row(env_id="math:Math-v0", env_kwargs={**question, "max_turns": 3}).calls.value == 9
+
+
 def test_without_max_tokens_the_model_limits_from_the_price_map_bound_each_call() -> None:
-    specs = specs_for(1, limits={"max_turns": 10})
+    specs = specs_for(1, limits={"max_turns": 10}, env_kwargs={"max_turns": 10})
     roomy = Price(1e-6, 1e-6, "p", max_output_tokens=100, max_input_tokens=10**6)
     tight = Price(1e-6, 1e-6, "p", max_output_tokens=100, max_input_tokens=300)
     [wide] = estimate_run(specs, results_dir=None, concurrency=1, pricing=lambda m: roomy).rows
@@ -469,7 +491,7 @@ def test_at_80_columns_every_figure_is_whole_and_the_sources_move_below(
 
 def test_a_hosted_task_is_measured_by_its_instruction_without_starting_a_sandbox() -> None:
     from gem_eval.envs.hosted import HostedEnv
-    from gem_eval.estimate.prompt import first_observation, measure_prompt
+    from gem_eval.estimate.prompt import FirstLook, first_look, measure_prompt
     from gem_eval.registration import make
 
     [spec, *_] = load_suite("terminal-bench").episodes([ModelSpec(name="m")], limit=1)
@@ -477,7 +499,8 @@ def test_a_hosted_task_is_measured_by_its_instruction_without_starting_a_sandbox
     assert isinstance(env.unwrapped, HostedEnv)
     instruction = env.unwrapped.instruction()
     env.close()
-    assert first_observation(spec) == instruction and len(instruction) > 200
+    assert first_look(spec) == FirstLook(instruction, 1) and len(instruction) > 200
     prompt = measure_prompt(spec.task, [spec])
     assert prompt.tokens >= len(instruction) // 4
     assert prompt.turn_tokens >= 65536 // 4  # its tools' output, up to the sandbox's limit
+    assert prompt.env_turns is None  # one step, but tool calls between: calls unbounded

@@ -134,6 +134,10 @@ class HostedEnv(SandboxedEnv):
             await self.aready()
         return self._sandbox
 
+    def turn_limit(self) -> int:
+        """One step: the final reply. The agent's tool calls in between are no steps."""
+        return 1
+
     def reset(self, seed: int | None = None) -> ResetResult:
         super().reset(seed)
         self._done = False

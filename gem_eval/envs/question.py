@@ -128,6 +128,10 @@ class QuestionEnv(Env):
 
     # -- the episode --------------------------------------------------------------------
 
+    def turn_limit(self) -> int:
+        """``max_turns``: every answer takes a turn, readable or not."""
+        return self.max_turns
+
     def reset(self, seed: int | None = None) -> ResetResult:
         super().reset(seed)
         if self.fixed is None:

@@ -7,11 +7,13 @@ One row per model and task. Two sources, and each row says which it used:
   and latency are their means per episode times this run's episodes; USD is what they
   were charged on average when every one recorded a cost, else their tokens at today's
   price.
-* **bound**: no history. Calls are at most ``max_turns`` per episode; each call's output
-  at most the generation's ``max_tokens`` ("unbounded" when not set); each call's input the
-  prompt (the env's first observation, measured by resetting it for a few samples, or the
-  task's text at four characters a token) plus everything said before it, taking every
-  later observation as no longer than the first (a tool's output as its sandbox's
+* **bound**: no history. Calls are at most ``max_turns`` per episode, or the env's own
+  turn limit when that is lower and the model has no tools (a game's guesses; see
+  :meth:`gem_eval.core.Env.turn_limit`); each call's output at most the generation's
+  ``max_tokens`` ("unbounded" when not set); each call's input the prompt (the env's
+  first observation, measured by resetting it for a few samples, or the task's text at
+  four characters a token) plus everything said before it, taking every later
+  observation as no longer than the first (a tool's output as its sandbox's
   ``output_limit``). These are ceilings, shown as ``≤``; the per-episode ``max_tokens``
   limit caps them when set. Wall time is bounded by ``max_time_s``, when set.
 
@@ -265,7 +267,8 @@ def _from_bounds(
 ) -> RowEstimate:
     spec, episodes = group[0], len(group)
     task, model = spec.task, spec.model
-    turns = task.limits.max_turns
+    prompt = measure(group)
+    turns, turns_note = _turns(task, prompt)
     calls = Amount(turns * episodes, bound=True) if turns is not None else UNBOUNDED
     max_time = task.limits.max_time_s
     work = Amount(max_time * episodes, bound=True) if max_time is not None else UNKNOWN
@@ -276,10 +279,9 @@ def _from_bounds(
             model.name, task.id, episodes, calls, zero, zero, zero, wall, work, parallel,
             "bound: a reference agent", FREE_REFERENCE.note,
         )  # fmt: skip
-    prompt = measure(group)
     found = price(model)
     per_call = _max_output(task, model)
-    limits = [f"max_turns {turns}", f"max_tokens {per_call} a call"]
+    limits = [turns_note, f"max_tokens {per_call} a call"]
     if per_call is None and found.max_output_tokens is not None:
         per_call = found.max_output_tokens  # what the provider lets one reply hold
         limits[1] = f"no max_tokens: the model's most, {per_call:,} a call"
@@ -308,6 +310,15 @@ def _from_bounds(
         price_note=price_note,
         prompt_note=prompt.note,
     )
+
+
+def _turns(task: TaskSpec, prompt: Prompt) -> tuple[int | None, str]:
+    """Model calls an episode may make at most, and what bounds them: the task's
+    ``max_turns`` or, when lower, the env's own turn limit."""
+    turns, own = task.limits.max_turns, prompt.env_turns
+    if own is not None and (turns is None or own < turns):
+        return own, f"the env's own limit, {own} turns"
+    return turns, f"max_turns {turns}"
 
 
 def _max_output(task: TaskSpec, model: ModelSpec) -> int | None:

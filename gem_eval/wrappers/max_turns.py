@@ -19,6 +19,10 @@ class MaxTurns(Wrapper):
         self.max_turns = max_turns
         self.elapsed = 0
 
+    def turn_limit(self) -> int | None:
+        inner = self.env.turn_limit()
+        return self.max_turns if inner is None else min(inner, self.max_turns)
+
     def on_reset(self, result: ResetResult) -> ResetResult:
         self.elapsed = 0
         return result

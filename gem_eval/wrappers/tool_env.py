@@ -62,6 +62,9 @@ class ToolEnv(Wrapper):
     def total_tool_uses(self) -> int:
         return sum(self.tool_uses.values())
 
+    def turn_limit(self) -> int | None:
+        return None  # tool steps do not reach the env, and refused calls still take one
+
     def on_reset(self, result: ResetResult) -> ResetResult:
         self.tool_uses = {}
         return result

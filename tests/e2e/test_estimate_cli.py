@@ -69,3 +69,68 @@ def test_confirm_above_refuses_without_a_terminal_unless_yes(
     agreed = gem_eval(*base, "--yes", results=results)
     assert agreed.returncode == 0, agreed.stderr
     assert len(run_dirs(results)) == 2
+
+
+def own_turn_limits() -> dict[str, int]:
+    """Task id -> the turn limit its game variant sets, for the bundled games suite."""
+    from gem_eval.envs import GAME_VARIANTS
+    from gem_eval.records import ModelSpec
+    from gem_eval.suites import load_suite
+
+    limits = {}
+    for spec in load_suite("games").episodes([ModelSpec(name="m")], limit=1):
+        task = spec.task
+        name, variant = task.env_id.removeprefix("game:").split("-v0-")
+        setting = GAME_VARIANTS[name][2][variant]["max_turns"]
+        limits[task.id] = int(task.env_kwargs.get("max_turns", setting))
+    return limits
+
+
+def estimate_rows(stdout: str) -> dict[str, list[str]]:
+    """Task id -> the figure cells of its row (episodes, calls, input, output, USD ...)."""
+    rows = {}
+    for line in stdout.splitlines():
+        cells = [c.strip() for c in line.split("│") if c.strip()]
+        if len(cells) > 3 and cells[0] != "total":
+            rows[cells[1]] = cells[2:]
+    return rows
+
+
+def whole(cell: str) -> int:
+    return int(re.sub(r"[^0-9]", "", cell))
+
+
+GAMES = ["run", "--suite", "games", "--model", "openai/gpt-4o-mini", "-M", "max_tokens=256"]
+GAMES += ["--limit", "1"]
+CONFIRM_GAMES = "0.5"
+"""USD: a sensible allowance for 9 short games of a cheap model. The ceiling is ~$0.14
+with each game's own turn limit; with the suite's max_turns (60) it was ~$0.99."""
+
+
+def test_dry_run_bounds_each_game_by_its_own_turn_limit(tmp_path: Path) -> None:
+    dry = gem_eval(*GAMES, "--dry-run", results=tmp_path / "r", env={"COLUMNS": "300"})
+    assert dry.returncode == 0, dry.stderr + dry.stdout
+    rows = estimate_rows(dry.stdout)
+    limits = own_turn_limits()
+    assert set(rows) == set(limits), dry.stdout
+    for task_id, limit in limits.items():
+        episodes, calls = whole(rows[task_id][0]), whole(rows[task_id][1])
+        assert calls == episodes * limit, (task_id, rows[task_id])  # not the suite's 60
+        assert f"the env's own limit, {limit} turns" in rows[task_id][-1]
+
+
+def test_confirm_above_a_small_amount_lets_the_games_suite_run(
+    openai_server: FakeOpenAIServer, tmp_path: Path
+) -> None:
+    openai_server.handler = guesses
+    results = tmp_path / "r"
+    base = [*GAMES, "--model-base-url", openai_server.base_url, "-q"]
+    ran = gem_eval(*base, "--confirm-above", CONFIRM_GAMES, results=results)
+    assert ran.returncode == 0, ran.stderr + ran.stdout
+    assert "--confirm-above" not in ran.stderr
+    [run] = run_dirs(results)
+    played = records(run)
+    assert len(played) == len(own_turn_limits())
+    limits = own_turn_limits()
+    for record in played:  # every game ended it within its own limit, as estimated
+        assert int(record["turns"]) <= limits[str(record["task_id"])]  # type: ignore[call-overload]

@@ -136,6 +136,17 @@ class GameEnv(Env, Generic[MoveT]):
         self.reset(seed=0)
         self.done = True
 
+    def turn_limit(self) -> int | None:
+        """The ``max_turns`` setting; when it is ``None``, the largest default turn limit
+        the other settings allow (:meth:`_most_default_turns`)."""
+        setting = self.max_turns_setting
+        return setting if setting is not None else self._most_default_turns()
+
+    def _most_default_turns(self) -> int | None:
+        """The largest turn limit :meth:`_new_game` may return with these settings
+        (``None``: cannot tell). Asked only when the ``max_turns`` setting is ``None``."""
+        return None
+
     @property
     def play_rng(self) -> random.Random:
         """The generator for draws made during play, seeded from ``self.rng`` at reset.

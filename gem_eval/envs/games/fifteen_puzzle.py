@@ -17,6 +17,7 @@ from gem_eval.envs.games._parsing import DIRECTIONS, parse_direction
 
 # Where the blank goes when a tile slides in a direction: the tile comes from the opposite side.
 _BLANK_STEP = {"up": (1, 0), "down": (-1, 0), "left": (0, 1), "right": (0, -1)}
+_RANDOM_ROWS = (2, 4)  # the range num_rows=None draws from
 _SEARCH_BUDGET = 200_000  # IDA* node expansions per oracle call before weighted A* takes over
 
 Board = tuple[int, ...]  # row-major, 0 is the blank
@@ -53,7 +54,7 @@ class FifteenPuzzleEnv(GameEnv[str]):
         self._plan: dict[Board, str] = {}  # oracle cache: state -> next move of its solution
 
     def _new_game(self) -> int:
-        n = self.rows_setting if self.rows_setting is not None else self.rng.randint(2, 4)
+        n = self.rows_setting if self.rows_setting is not None else self.rng.randint(*_RANDOM_ROWS)
         default_turns = 20 * n - 30
         most = max(1, default_turns // 2)  # the board depends on the size alone
         self.n = n
@@ -64,6 +65,10 @@ class FifteenPuzzleEnv(GameEnv[str]):
         self._start_distance = self._distance(self.board)
         self._plan = {}
         return default_turns
+
+    def _most_default_turns(self) -> int:
+        n = self.rows_setting if self.rows_setting is not None else _RANDOM_ROWS[1]
+        return 20 * n - 30
 
     def _rules(self) -> str:
         return (

@@ -19,6 +19,7 @@ from gem_eval.envs.games._base import GameEnv, IllegalMove, Outcome
 from gem_eval.envs.games._parsing import DIRECTIONS, parse_direction
 
 SIZE = 4
+_RANDOM_TARGETS = (32, 64, 128)  # what target_tile=None draws from
 Board = tuple[int, ...]  # row-major, 0 is an empty cell
 
 
@@ -110,9 +111,12 @@ class Game2048Env(GameEnv[str]):
         self._replay = random.Random(0)  # the oracle's copy of self.play_rng, reloaded per branch
 
     def _new_game(self) -> int:
-        self.target = self.target_setting or self.rng.choice((32, 64, 128))
+        self.target = self.target_setting or self.rng.choice(_RANDOM_TARGETS)
         self.board = spawn(spawn((0,) * (SIZE * SIZE), self.rng), self.rng)
         return self.target
+
+    def _most_default_turns(self) -> int:
+        return self.target_setting or max(_RANDOM_TARGETS)
 
     def _rules(self) -> str:
         return (

@@ -18,6 +18,7 @@ from gem_eval.envs.games._base import GameEnv, IllegalMove, MoveError, Outcome
 from gem_eval.envs.games._parsing import MAX_DIGITS
 
 _INT = re.compile(r"-?\d+")
+_RANDOM_HIGH = (10, 100)  # the range max_number=None draws from
 
 
 class GuessTheNumberEnv(GameEnv[int]):
@@ -51,7 +52,8 @@ class GuessTheNumberEnv(GameEnv[int]):
 
     def _new_game(self) -> int:
         self.low = self.min_setting if self.min_setting is not None else 1
-        self.high = self.max_setting if self.max_setting is not None else self.rng.randint(10, 100)
+        high = self.max_setting
+        self.high = high if high is not None else self.rng.randint(*_RANDOM_HIGH)
         if self.high < self.low:
             raise ValueError("max_number must be >= min_number")
         # randint(low, high) is randrange(low, high + 1): the same draw, one call less.
@@ -62,6 +64,11 @@ class GuessTheNumberEnv(GameEnv[int]):
         self._board = ""
         self._log_total, default_turns = _range_facts(self.low, self.high)
         return default_turns
+
+    def _most_default_turns(self) -> int:
+        low = self.min_setting if self.min_setting is not None else 1
+        high = self.max_setting if self.max_setting is not None else _RANDOM_HIGH[1]
+        return _range_facts(low, max(low, high))[1]  # more numbers, more turns
 
     def _rules(self) -> str:
         return _rules(self.low, self.high, self.max_turns, self.example_action)

@@ -18,6 +18,7 @@ from gem_eval.envs.games._words import words
 
 _ALPHABET = "abcdefghijklmnopqrstuvwxyz"
 _STRIP = " \t\r\n'\"`.!"
+_RANDOM_LENGTHS = (3, 7)  # the range word_length=None draws from
 
 
 class HangmanEnv(GameEnv[str]):
@@ -52,13 +53,17 @@ class HangmanEnv(GameEnv[str]):
 
     def _new_game(self) -> int:
         length = self.length_setting
-        self.word_length = length if length is not None else self.rng.randint(3, 7)
+        self.word_length = length if length is not None else self.rng.randint(*_RANDOM_LENGTHS)
         vocabulary = words(self.word_length)
         self.secret = self.rng.choice(vocabulary)
         self.candidates = list(vocabulary)
         self.lives_left = self.lives
         self.tried, self.wrong_words = [], []
         return 2 * self.word_length + 5
+
+    def _most_default_turns(self) -> int:
+        length = self.length_setting
+        return 2 * (length if length is not None else _RANDOM_LENGTHS[1]) + 5
 
     def _rules(self) -> str:
         return (

@@ -24,6 +24,7 @@ from gem_eval.envs.games._base import GameEnv, IllegalMove, MoveError, Outcome
 Code = tuple[int, ...]
 
 _SEPARATORS = re.compile(r"[\s,;]+")
+_RANDOM_LENGTHS = (2, 4)  # the range code_length=None draws from
 _MAX_DIGITS = 6  # longer numbers are out of range anyway, and int() of huge strings is slow
 
 
@@ -78,7 +79,7 @@ class MastermindEnv(GameEnv[Code]):
 
     def _new_game(self) -> int:
         length = self.length_setting
-        self.code_length = length if length is not None else self.rng.randint(2, 4)
+        self.code_length = length if length is not None else self.rng.randint(*_RANDOM_LENGTHS)
         numbers = self.numbers_setting
         self.num_numbers = numbers if numbers is not None else self.rng.randint(6, 8)
         if self.code_length < 1 or self.num_numbers < 1:
@@ -91,6 +92,10 @@ class MastermindEnv(GameEnv[Code]):
         self.history = []
         self.example_action = f"\\boxed{{{_spell(tuple(range(1, self.code_length + 1)))}}}"
         return 5 * self.code_length
+
+    def _most_default_turns(self) -> int:
+        length = self.length_setting
+        return 5 * (length if length is not None else _RANDOM_LENGTHS[1])
 
     def _rules(self) -> str:
         repeats = "numbers may repeat" if self.duplicates else "all different"

@@ -21,6 +21,7 @@ Move = tuple[str, int, int]  # (verb, row, column); verb is "reveal", "flag" or 
 _VERBS = {"reveal": "reveal", "open": "reveal", "click": "reveal", "dig": "reveal"}
 _VERBS |= {"flag": "flag", "mark": "flag", "unflag": "unflag", "unmark": "unflag"}
 _FILLERS = {"r", "c", "row", "col", "column", "at", "cell"}
+_RANDOM_SIDES = (5, 8)  # the range rows=None and cols=None draw from
 
 
 class MinesweeperEnv(GameEnv[Move]):
@@ -56,8 +57,8 @@ class MinesweeperEnv(GameEnv[Move]):
 
     def _new_game(self) -> int:
         rows, cols = self.rows_setting, self.cols_setting
-        self.rows = rows if rows is not None else self.rng.randint(5, 8)
-        self.cols = cols if cols is not None else self.rng.randint(5, 8)
+        self.rows = rows if rows is not None else self.rng.randint(*_RANDOM_SIDES)
+        self.cols = cols if cols is not None else self.rng.randint(*_RANDOM_SIDES)
         cells = self.rows * self.cols
         mines = self.mines_setting
         if mines is None:
@@ -68,6 +69,10 @@ class MinesweeperEnv(GameEnv[Move]):
         self.revealed, self.flags = set(), set()
         self.exploded, self.first_reveal = None, True
         return cells
+
+    def _most_default_turns(self) -> int:
+        rows, cols, most = self.rows_setting, self.cols_setting, _RANDOM_SIDES[1]
+        return (rows if rows is not None else most) * (cols if cols is not None else most)
 
     def set_mines(self, mines: Iterable[Cell]) -> None:
         """Place the mines (at reset, or to build a board by hand) and recount neighbours."""

@@ -69,8 +69,19 @@ class SudokuEnv(GameEnv[Move]):
         self.puzzle, self.solution = make_puzzle(_BOX[self.n], clues, self.rng)
         self.grid = list(self.puzzle)
         self._solved_view = None
-        empty = self.n * self.n - clues
-        return empty + max(4, empty // 4)
+        return _default_turns(self.n, clues)
+
+    def _most_default_turns(self) -> int | None:
+        scales = [self.scale_setting] if self.scale_setting is not None else sorted(_BOX)
+        turns = [
+            _default_turns(n, clues)
+            for n in scales
+            for clues in (
+                [self.clues_setting] if self.clues_setting is not None else _RANDOM_CLUES[n]
+            )
+            if _MIN_CLUES[n] <= clues < n * n  # other settings fail at reset
+        ]
+        return max(turns, default=None)
 
     def _rules(self) -> str:
         box = _BOX[self.n]
@@ -185,3 +196,9 @@ class SudokuEnv(GameEnv[Move]):
     def sample_random_action(self, rng: random.Random) -> str:
         r, c, v = (rng.randint(1, self.n) for _ in range(3))
         return f"\\boxed{{{r} {c} {v}}}"
+
+
+def _default_turns(n: int, clues: int) -> int:
+    """The empty cells plus a quarter (at least 4)."""
+    empty = n * n - clues
+    return empty + max(4, empty // 4)

@@ -16,6 +16,7 @@ PEGS = "ABC"
 _LETTER = re.compile(r"(?<![a-z])[abc](?![a-z])")
 _LETTER_PAIR = re.compile(r"(?<![a-z])([abc])([abc])(?![a-z])")
 _DIGIT = re.compile(r"(?<!\d)\d+(?!\d)")
+_RANDOM_DISKS = (3, 5)  # the range num_disks=None draws from
 
 Move = tuple[int, int]  # (source peg, target peg), 0..2 for A..C
 
@@ -48,9 +49,15 @@ class TowerofHanoiEnv(GameEnv[Move]):
         self.pegs: list[list[int]] = [[], [], []]  # each peg bottom to top
 
     def _new_game(self) -> int:
-        n = self.disks_setting if self.disks_setting is not None else self.rng.randint(3, 5)
+        n = self.disks_setting
+        if n is None:
+            n = self.rng.randint(*_RANDOM_DISKS)
         self.num_disks = n
         self.pegs = [list(range(n, 0, -1)), [], []]
+        return (1 << n) - 1 + n
+
+    def _most_default_turns(self) -> int:
+        n = self.disks_setting if self.disks_setting is not None else _RANDOM_DISKS[1]
         return (1 << n) - 1 + n
 
     def _rules(self) -> str:

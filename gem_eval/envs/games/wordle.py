@@ -24,6 +24,7 @@ _ALPHABET = "abcdefghijklmnopqrstuvwxyz"
 _STRIP = " \t\r\n'\"`.!"
 _BUDGET = 12_000  # feedback evaluations per oracle move, to keep it fast
 _POOL_MAX = 60  # guesses scored per oracle move
+_RANDOM_LENGTHS = (3, 6)  # the range word_length=None draws from
 
 
 def feedback(guess: str, secret: str) -> str:
@@ -76,6 +77,10 @@ def best_guess(candidates: Sequence[str], length: int, played: Sequence[str] = (
     return min(pool, key=cost)
 
 
+def _default_turns(length: int) -> int:
+    return 15 if length <= 3 else 20
+
+
 @cache
 def _opening(length: int) -> str:
     """The oracle's first guess, which depends only on the word length."""
@@ -108,13 +113,17 @@ class WordleEnv(GameEnv[str]):
 
     def _new_game(self) -> int:
         length = self.length_setting
-        self.word_length = length if length is not None else self.rng.randint(3, 6)
+        self.word_length = length if length is not None else self.rng.randint(*_RANDOM_LENGTHS)
         vocabulary = words(self.word_length)
         self.secret = self.rng.choice(vocabulary)
         self.candidates = list(vocabulary)
         self.history = []
         self.example_action = f"\\boxed{{{vocabulary[len(vocabulary) // 2]}}}"
-        return 15 if self.word_length <= 3 else 20
+        return _default_turns(self.word_length)
+
+    def _most_default_turns(self) -> int:
+        length = self.length_setting
+        return _default_turns(length if length is not None else _RANDOM_LENGTHS[1])
 
     def _rules(self) -> str:
         return (
