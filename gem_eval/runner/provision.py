@@ -182,7 +182,8 @@ class Provisioner:
         """Before the first episode: check every task against the run's sandbox policy,
         then build each image the tasks need (once; a line to ``log`` per build).
 
-        A task whose env cannot be made is left to its episodes (``env_error``).
+        A task whose env cannot be made is left to its episodes (``config_error`` when
+        it refuses its arguments, else ``env_error``).
 
         Raises:
             UserError: One line: a task the policy refuses, or an image that does not
