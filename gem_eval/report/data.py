@@ -42,7 +42,8 @@ class ReportData:
 
     Attributes:
         runs: One manifest summary per run, in the order given; with two runs, each
-            says its ``role``: ``baseline`` (the first) or ``new``.
+            says its ``role``: ``baseline`` (the first) or ``new``. Its ``label`` names it
+            in the plots' legends: its role, else ``run <number>``.
         boards: Leaderboard records by grouping (``model``, ``task``, ``category``).
         comparison: The paired comparison of the second run against the first, when two
             runs were given (``None`` otherwise); ``gate`` likewise, the gate's verdict.
@@ -91,6 +92,8 @@ def build(index: Index, results_dir: Path, run_ids: list[str], gamma: float = 1.
     if len(run_ids) == 2:
         data.runs[0]["role"], data.runs[1]["role"] = "baseline", "new"
         _add_comparison(data, index, [known[r] for r in run_ids])
+    for number, run in enumerate(data.runs, 1):  # how the plots' legends name it
+        run["label"] = run.get("role") or f"run {number}"
     for run_id in run_ids:
         for record in RunDir(results_dir / run_id).latest_by_key().values():
             data.episodes.append(_summary(record))

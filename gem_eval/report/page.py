@@ -32,6 +32,7 @@ _TEMPLATE = """<!DOCTYPE html>
 <section id="plots"><h2>Plots</h2><div class="plots">{plots}</div></section>
 <section id="episodes"><h2>Episodes</h2>
 <div class="filters">
+<label>run <select id="f-run"><option value="">all</option></select></label>
 <label>model <select id="f-model"><option value="">all</option></select></label>
 <label>task <select id="f-task"><option value="">all</option></select></label>
 <label>outcome <select id="f-outcome"><option value="">all</option></select></label>
@@ -86,25 +87,27 @@ def _plots(data: ReportData) -> list[tuple[str, str, str]]:
     if not by_model:
         return []
     colours = plots.model_colours([str(r["model"]) for r in by_model])
+    runs = [(str(r["run_id"]), str(r.get("label") or r["run_id"])) for r in data.runs]
     out = [
         (
             "task",
             "Score per task",
-            plots.scores_by(data.boards["task"], "task_id", colours, "task"),
+            plots.scores_by(data.boards["task"], "task_id", colours, "task", runs),
         ),
         (
             "category",
             "Score per category",
-            plots.scores_by(data.boards["category"], "category", colours, "category"),
+            plots.scores_by(data.boards["category"], "category", colours, "category", runs),
         ),
     ]
     if any(plots._num(r.get("cost_usd")) is not None for r in by_model):
-        svg = plots.score_against(by_model, "cost_usd", "total cost (USD)", colours, "cost")
+        svg = plots.score_against(by_model, "cost_usd", "total cost (USD)", colours, "cost", runs)
         out.append(("cost", "Score against cost", svg))
-    svg = plots.score_against(by_model, "turns", "mean turns", colours, "turns")
+    svg = plots.score_against(by_model, "turns", "mean turns", colours, "turns", runs)
     out.append(("turns", "Score against mean turns", svg))
     if any(k.startswith("pass@") for r in by_model for k in r):
-        out.append(("passk", "pass@k (epochs &gt; 1)", plots.pass_curves(by_model, colours)))
+        svg = plots.pass_curves(by_model, colours, runs=runs)
+        out.append(("passk", "pass@k (epochs &gt; 1)", svg))
     return out
 
 

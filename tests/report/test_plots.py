@@ -57,3 +57,25 @@ def test_score_against_cost_leaves_out_unknown_costs() -> None:
 def test_pass_curves_have_a_point_per_k() -> None:
     svg = plots.pass_curves(ROWS, plots.model_colours(["a", "b"]))
     assert marks(svg, "passk") == {"0": 2, "1": 2}
+
+
+def test_each_run_has_its_own_marks() -> None:
+    runs = [("r1", "baseline"), ("r2", "new")]
+    rows = [
+        {**row, "run_id": run_id, "score": score}
+        for run_id, score in (("r1", 0.25), ("r2", 0.75))
+        for row in ROWS[:2]
+    ]
+    colours = plots.model_colours(["a", "b"])
+    svg = plots.scores_by(rows, "task_id", colours, "task", runs)
+    assert marks(svg, "task") == {}  # no element holds a model's points of both runs
+    found = {
+        g.get("id"): len(list(g.iter(f"{SVG}use")))
+        for g in ET.fromstring(svg).iter(f"{SVG}g")
+        if g.get("id", "").startswith("task-marks-")
+    }
+    assert found == {"task-marks-0-run0": 1, "task-marks-0-run1": 1,
+                     "task-marks-1-run0": 1, "task-marks-1-run1": 1}  # fmt: skip
+    assert "baseline" in svg and "new" in svg  # the legend names the runs
+    curves = plots.pass_curves(rows, colours, runs=runs)
+    assert 'id="passk-marks-0-run1"' in curves  # a line per run, never one across them

@@ -63,7 +63,8 @@ def test_leaderboard_shows_the_json_numbers(
     )
     expected = json.loads(board.stdout)
     rows = p.locator("#board tbody tr")
-    assert rows.count() == len(expected) == len(MODELS)
+    assert rows.count() == len(expected)
+    assert sorted({r["model"] for r in expected}) == sorted(MODELS)
     for i, want in enumerate(expected):
         cells = rows.nth(i).locator("td")
         got = {
@@ -116,11 +117,17 @@ def test_a_failing_episode_shows_its_tool_calls(page: Page, report_file: Path) -
 
 def test_a_failed_episode_is_two_clicks_from_the_leaderboard(page: Page, report_file: Path) -> None:
     p = page.open(report_file.as_uri())
-    p.locator('#board td[data-col="model"]', has_text="openai/weak").locator("a.failures").click()
+    weak = p.locator('td[data-col="model"]', has_text="openai/weak")
+    row = p.locator("#board tbody tr", has=weak)
+    run = row.first.locator('td[data-col="run_id"]')  # a row per run, when it names one
+    run_id = json.loads(run.get_attribute("data-value") or "null") if run.count() else None
+    row.first.locator("a.failures").click()
     rows = p.locator("#episode-list tbody tr")
     assert rows.count() > 0
     models = p.locator("#episode-list tbody td:nth-child(2)").all_inner_texts()
     assert set(models) == {"openai/weak"}
+    if run_id is not None:  # the failures of that row's run only
+        assert set(p.locator("#episode-list tbody td:nth-child(1)").all_inner_texts()) == {run_id}
     scores = p.locator("#episode-list tbody td:nth-child(7)").all_inner_texts()
     assert scores and all(float(s) < 1 for s in scores)
     rows.first.click()
@@ -132,13 +139,18 @@ def test_plots_have_one_mark_per_model_and_group(page: Page, report_file: Path) 
     p = page.open(report_file.as_uri())
     marks = {
         plot: sum(
-            p.locator(f'#plot-{plot} svg g[id="{plot}-marks-{i}"] use').count()
+            p.locator(f'#plot-{plot} svg g[id^="{plot}-marks-{i}"] use').count()
             for i in range(len(MODELS))
         )
         for plot in ("task", "category", "turns", "passk")
     }
-    # 2 models x 2 tasks, x 2 categories, x 1 point, x k in (1, 2)
-    assert marks == {"task": 4, "category": 4, "turns": 2, "passk": 4}
+    # 2 models x 2 tasks, x 2 categories, x 1 point, x k in (1, 2); times the runs when
+    # the leaderboard has a row per run (it never pools two runs)
+    runs = 2 if p.locator('#board th[data-col="run_id"]').count() else 1
+    assert marks == {"task": 4 * runs, "category": 4 * runs, "turns": 2 * runs, "passk": 4 * runs}
+    if runs > 1:  # each run its own marker, named in the legend
+        assert p.locator('#plot-task svg g[id="task-marks-0-run1"] use').count() == 2
+        assert "baseline" in p.locator("#plot-task svg").inner_html()
     box = p.locator("#plot-task svg").bounding_box()
     assert box and box["width"] > 100 and box["height"] > 50  # drawn, not empty
     assert page.errors == []

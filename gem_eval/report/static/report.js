@@ -47,7 +47,7 @@
 
   // --- runs
   $("runs").append(...DATA.runs.map((r) => el("div", { class: "run", "data-role": r.role },
-    r.role ? el("b", { class: "role-" + r.role }, r.role + " ") : null,
+    DATA.runs.length > 1 ? el("b", { class: "role-" + (r.role || "run") }, r.label + " ") : null,
     el("code", {}, r.run_id), ` suite ${r.suite}, ${r.status}, ${r.episodes_done}/${r.episodes_planned} episodes, `,
     r.started_at ? `started ${when(r.started_at)}, ` : "", "models: ",
     (r.models || []).map((m) => m.name || m).join(", "))));
@@ -84,6 +84,7 @@
   function failuresLink(r) { // one click from a leaderboard row to its failed episodes
     const a = el("a", { href: "#episodes", class: "failures", title: "its episodes scored below 1" }, "failures");
     a.addEventListener("click", () => {
+      $("f-run").value = r.run_id !== undefined ? r.run_id : "";
       $("f-model").value = r.model;
       $("f-task").value = r.task_id !== undefined ? r.task_id : "";
       $("f-outcome").value = "";
@@ -102,14 +103,16 @@
   function fill(select, values) {
     for (const v of [...new Set(values)].sort()) select.append(el("option", { value: v }, v));
   }
+  fill($("f-run"), DATA.episodes.map((r) => r[F.run_id]));
   fill($("f-model"), DATA.episodes.map((r) => r[F.model]));
   fill($("f-task"), DATA.episodes.map((r) => r[F.task_id]));
   fill($("f-outcome"), DATA.episodes.map((r) => r[F.outcome]));
   let page = 0;
   function matches(row) {
     const model = $("f-model").value, task = $("f-task").value, outcome = $("f-outcome").value;
-    const score = $("f-score").value, key = $("f-key").value;
+    const score = $("f-score").value, key = $("f-key").value, run = $("f-run").value;
     const s = row[F.score];
+    if (run && row[F.run_id] !== run) return false;
     if (model && row[F.model] !== model) return false;
     if (task && row[F.task_id] !== task) return false;
     if (outcome && row[F.outcome] !== outcome) return false;
@@ -138,7 +141,7 @@
     });
     $("episode-list").replaceChildren(el("thead", {}, head), el("tbody", {}, ...body));
   }
-  for (const id of ["f-model", "f-task", "f-outcome", "f-score", "f-key"]) {
+  for (const id of ["f-run", "f-model", "f-task", "f-outcome", "f-score", "f-key"]) {
     $(id).addEventListener("input", () => { page = 0; drawEpisodes(); });
   }
   $("prev").addEventListener("click", () => { page = Math.max(0, page - 1); drawEpisodes(); });
