@@ -248,11 +248,16 @@ def run_request(
         backend = settings.get("backend")
         if backend is not None and backend not in BACKENDS:
             raise UserError(f"unknown model backend {backend!r}: choose {' or '.join(BACKENDS)}")
+    model_args = parse_key_values(model_arg, "--model-arg") if model_arg else None
+    if model_args is not None:
+        from gem_eval.models.generation import ensure_generation
+
+        ensure_generation(model_args, "-M")
     return RunRequest(
         suite=suite,
         models=tuple(models),
         shared=shared,
-        model_args=parse_key_values(model_arg, "--model-arg") if model_arg else None,
+        model_args=model_args,
         models_file=models_file,
         options=options,
         resume=resume,

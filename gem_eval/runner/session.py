@@ -229,9 +229,23 @@ def _new_run(
     if not models:
         raise UserError("give at least one --model")
     suite = _suite(suite_ref)
+    _check(suite, options)
     if suite.cache and not options.cache:
         options = replace(options, cache=True)
     return suite, options
+
+
+def _check(suite: Suite, options: RunOptions) -> None:
+    """Refuse a suite whose envs could not be built as this run builds them (the checks of
+    ``gem-eval suites validate``), before anything is written."""
+    from gem_eval.suites.check import check_suite
+
+    problems = check_suite(
+        suite, overrides=options.overrides, select=options.selection, limit=options.limit
+    )
+    if problems:
+        more = f" (and {len(problems) - 1} more: gem-eval suites validate lists them)"
+        raise UserError(str(problems[0]) + (more if len(problems) > 1 else ""))
 
 
 def _suite(suite_ref: str | Suite | None) -> Suite:

@@ -47,6 +47,7 @@ def model_specs(entries: list[str | ModelEntry], doc: YamlDoc, loc: Loc) -> list
         SuiteError: A name listed twice, an unknown backend, an unset variable.
     """
     from gem_eval.models.factory import BACKENDS
+    from gem_eval.models.generation import check_generation
 
     specs: list[ModelSpec] = []
     for index, entry in enumerate(entries):
@@ -63,6 +64,8 @@ def model_specs(entries: list[str | ModelEntry], doc: YamlDoc, loc: Loc) -> list
                 (*loc, index, "backend"),
                 f"unknown backend {values['backend']!r}: choose {' or '.join(BACKENDS)}",
             )
+        for line in check_generation(entry.args, "args"):
+            raise doc.error((*loc, index, "args"), line)
         if "base_url" in values:
             values["base_url"] = _expand(values["base_url"], doc, (*loc, index, "base_url"))
         specs.append(ModelSpec(**values))

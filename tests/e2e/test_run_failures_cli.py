@@ -27,8 +27,7 @@ def test_a_refused_key_exits_2_with_one_line_and_scores_nothing(
     assert "openai/fake" in line and "refused the API key" in line and "--api-key-env" in line
     assert "Traceback" not in done.stderr
     assert openai_server.requests == []  # stopped before any episode asked anything
-    [run_dir] = run_dirs(tmp_path)
-    assert records(run_dir) == []
+    assert run_dirs(tmp_path) == []  # and before anything was written
 
     # The key, named by variable: the same run works, and the key is nowhere on disk.
     done = gem_eval(
@@ -51,6 +50,8 @@ def test_an_unreachable_server_exits_2_before_any_episode(tmp_path: Path) -> Non
     assert done.returncode == 2, done.stderr
     [line] = error_lines(done.stderr)
     assert "cannot reach the server" in line and url in line
+    assert "episodes to play" not in done.stdout  # checked before the plan is shown
+    assert not tmp_path.exists() or run_dirs(tmp_path) == []
 
 
 def test_exit_3_says_why_and_resume_follows_the_server_to_a_new_port(tmp_path: Path) -> None:
