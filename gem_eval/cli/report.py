@@ -64,7 +64,22 @@ def resolve_run(runs: list[dict[str, Any]], run_id: str) -> dict[str, Any]:
 
 def leaderboard(
     runs: Annotated[
-        list[str] | None, typer.Argument(help="Run ids (or 'latest'); default: every run.")
+        list[str] | None,
+        typer.Argument(
+            help="Run ids (or 'latest'), each its own rows; default: each model's latest "
+            "finished run of each suite, graded by the tasks' own scorers."
+        ),
+    ] = None,
+    all_runs: Annotated[
+        bool, typer.Option("--all-runs", help="Every run, each its own rows.")
+    ] = False,
+    scorer: Annotated[
+        str | None,
+        typer.Option(
+            "--scorer",
+            help="Only scores by this scorer (success, return, judge ...); without RUN or "
+            "--all-runs, each model's latest run holding them (a `rescore --scorer`).",
+        ),
     ] = None,
     suite: Annotated[str | None, typer.Option("--suite", help="Only runs of this suite.")] = None,
     by: Annotated[By, typer.Option("--by", help="One row per model, task or category.")] = (
@@ -79,34 +94,45 @@ def leaderboard(
     ] = None,
     results_dir: ResultsDir = DEFAULT_RESULTS_DIR,
 ) -> None:
-    """Score, CI, pass@k, cost and error counts per model (or task, or category)."""
+    """Score, CI, pass@k, cost and error counts per model (or task, or category).
 
+    A row is one run's, graded by one scorer: runs and scorers are never pooled.
+    """
     from gem_eval.metrics import summarize
     from gem_eval.metrics.render import FILE_FORMATS, summary_table, to_text, write_table
+    from gem_eval.metrics.selection import select_runs
 
     if output is not None and format is Format.table:
         suffix = output.suffix.lstrip(".").lower()
         if suffix not in FILE_FORMATS:
             raise UserError(f"--output {output}: pass --format ({', '.join(FILE_FORMATS)})")
         format = Format(suffix)
+    if runs and all_runs:
+        raise UserError("give RUN ids or --all-runs, not both")
     with open_index(results_dir) as index:
         known = index.runs()
-        run_ids = [resolve_run(known, r)["run_id"] for r in runs] if runs else None
-        frame = index.episodes_frame(run_ids=run_ids, suite=suite)
+        named = [resolve_run(known, r) for r in runs] if runs else None
+        chosen = select_runs(known, named=named, all_runs=all_runs, suite=suite, scorer=scorer)
+        frame = chosen.keep(index.episodes_frame(run_ids=chosen.run_ids))
     if frame.empty:
         where = f" of suite {suite!r}" if suite else ""
-        raise UserError(f"no episodes{where} in {results_dir}")
+        scored = f" scored by {scorer!r}" if scorer else ""
+        raise UserError(f"no episodes{where}{scored} in {results_dir}")
     board = summarize(frame, by=GROUPS[by])
     if format is Format.table:
-        n_runs = frame["run_id"].nunique()
-        title = f"{n_runs} run(s){f', suite {suite}' if suite else ''}, by {by.value}"
-        from gem_eval.cli.render import print_whole
+        from gem_eval.cli.render import console, print_whole
 
-        print_whole(summary_table(board, title=title))
-    elif output is None:
+        print_whole(summary_table(board, title=chosen.title(by.value)))
+        hint = chosen.hint()
+        for line in [*chosen.warnings(), *([hint] if hint else [])]:
+            console.print(line, markup=False, soft_wrap=True)
+        return
+    if output is None:
         typer.echo(to_text(board, format.value), nl=False)
     else:
         typer.echo(f"wrote {write_table(board, format.value, output)}")
+    for line in chosen.warnings():  # stdout holds the board alone
+        typer.echo(f"note: {line}", err=True)
 
 
 def compare(
@@ -116,10 +142,13 @@ def compare(
 ) -> None:
     """Paired per-sample comparison of two runs on the samples both scored."""
     from gem_eval.cli.render import console, print_whole
-    from gem_eval.metrics.compare import compare_runs
+    from gem_eval.metrics.compare import compare_runs, scorer_mismatch
     from gem_eval.metrics.render import comparison_lines, comparison_table
 
     base, new, base_frame, new_frame = _two_runs(results_dir, base_run, new_run)
+    mismatch = scorer_mismatch(base_frame, new_frame)
+    if mismatch is not None:
+        raise UserError(f"{base['run_id']} and {new['run_id']} do not compare: {mismatch}")
     result = compare_runs(base_frame, new_frame)
     console.print(f"base [bold]{base['run_id']}[/] vs new [bold]{new['run_id']}[/]", soft_wrap=True)
     if base.get("suite_hash") != new.get("suite_hash"):
@@ -152,9 +181,9 @@ def gate(
     1  a significant drop: the one-sided (1-alpha) upper bound of new - base is
        below -max_drop (and McNemar's test on samples agrees when every sample's
        score is 0 or 1)
-    2  bad input: an unknown run, a bad option
-    3  the runs are not comparable: a run not finished, different suite hashes,
-       no sample scored in both, or too many unscored episodes
+    2  bad input: an unknown run, the baseline itself, a bad option
+    3  the runs are not comparable: a run not finished, different suite hashes
+       or scorers, no sample scored in both, or too many unscored episodes
     4  the gate itself failed (a bug, an unreadable results index)
     """
     from gem_eval.metrics.compare import EXIT_CRASH, EXIT_INCOMPARABLE
@@ -162,8 +191,8 @@ def gate(
 
     if not 0 < alpha < 0.5:
         raise UserError("--alpha must lie in (0, 0.5)")
-    if max_drop < 0:
-        raise UserError("--max-drop must not be negative")
+    if not 0 <= max_drop <= 1:
+        raise UserError(f"--max-drop must lie in [0, 1], got {max_drop:g}")
     if not 0 <= max_infra_error_rate <= 1:
         raise UserError("--max-infra-error-rate must lie in [0, 1]")
     with _exit_on_crash(EXIT_CRASH):
@@ -235,10 +264,19 @@ def _complete(run: dict[str, Any], played: int) -> bool:
 def _two_runs(
     results_dir: Path, base_run: str, new_run: str
 ) -> tuple[dict[str, Any], dict[str, Any], Any, Any]:
-    """The index rows and episode frames of two runs."""
+    """The index rows and episode frames of two runs.
+
+    Raises:
+        UserError: An unknown run, or the two are one run.
+    """
     with open_index(results_dir) as index:
         known = index.runs()
         base, new = resolve_run(known, base_run), resolve_run(known, new_run)
+        if base["run_id"] == new["run_id"]:
+            raise UserError(
+                f"the run and its baseline are one run, {base['run_id']}: a run does not "
+                "compare with itself"
+            )
         base_frame = index.episodes_frame(run_ids=[base["run_id"]])
         new_frame = index.episodes_frame(run_ids=[new["run_id"]])
     return base, new, base_frame, new_frame

@@ -1,7 +1,9 @@
 """Paired comparison of two runs, and the CI gate built on it.
 
-Both functions take per-episode frames (columns of :data:`gem_eval.records.EPISODE_COLUMNS`),
-one run each. pandas is imported inside the functions.
+Both functions take per-episode frames (columns of :data:`gem_eval.records.EPISODE_COLUMNS`,
+and ``scorer`` as :meth:`gem_eval.store.Index.episodes_frame` adds it), one run each. Runs
+graded by different scorers on the same task are not compared: a ``success`` and a
+``return`` are different numbers. pandas is imported inside the functions.
 """
 
 from __future__ import annotations
@@ -25,8 +27,8 @@ EXIT_INCOMPARABLE = 3
 EXIT_CRASH = 4
 """Exit codes of ``gem-eval gate``, one per verdict: 0 no significant regression; 1 a
 significant regression; 2 bad input (an unknown run, a bad option: the CLI's user-error
-code); 3 the runs are not comparable (an unfinished run, different suite hashes, no common
-samples, too many infrastructure errors); 4 the gate itself failed (a bug, an unreadable
+code); 3 the runs are not comparable (an unfinished run, different suite hashes or scorers,
+no common samples, too many infrastructure errors); 4 the gate itself failed (a bug, an unreadable
 index). A CI job can tell a regression from a broken pipeline."""
 
 
@@ -75,6 +77,8 @@ class Comparison:
             or 1 in both runs: one epoch each, or epochs that all agree.
         mcnemar: McNemar's test on samples (``a`` = base, ``b`` = new) when ``binary``.
         per_task: The breakdown by task, in task order.
+        only_base: Models of the base run that the new run lacks, when episodes pair on
+            the model: they are not compared. ``only_new`` likewise.
     """
 
     paired_on: tuple[str, ...]
@@ -91,6 +95,16 @@ class Comparison:
     per_task: list[TaskDiff]
     base: RunCounts
     new: RunCounts
+    only_base: tuple[str, ...] = ()
+    only_new: tuple[str, ...] = ()
+
+    def unpaired_models(self) -> list[str]:
+        """One line per model of one run only, which the comparison leaves out."""
+        return [
+            f"model {model} is in the {side} run only: not compared"
+            for side, models in (("base", self.only_base), ("new", self.only_new))
+            for model in models
+        ]
 
 
 @dataclass(frozen=True)
@@ -121,11 +135,18 @@ def compare_runs(
 
     Raises:
         ValueError: A run holds two episodes with the same pairing key (frames of more
-            than one run).
+            than one run), or the runs grade a task with different scorers (see
+            :func:`scorer_mismatch`).
     """
+    mismatch = scorer_mismatch(base, new)
+    if mismatch is not None:
+        raise ValueError(mismatch)
     b, n = prepare(base), prepare(new)
     one_model_each = b["model"].nunique() == 1 and n["model"].nunique() == 1
     on = list(PAIR_KEY) if one_model_each else ["model", *PAIR_KEY]
+    b_models, n_models = set(b["model"]), set(n["model"])
+    only_base = () if one_model_each else tuple(sorted(b_models - n_models))
+    only_new = () if one_model_each else tuple(sorted(n_models - b_models))
     b_scored, n_scored = b[b["scored"]], n[n["scored"]]
     for name, run in (("base", b_scored), ("new", n_scored)):
         if run.duplicated(on).any():
@@ -175,6 +196,27 @@ def compare_runs(
         per_task=per_task,
         base=RunCounts(len(b), int(b["scored"].sum())),
         new=RunCounts(len(n), int(n["scored"].sum())),
+        only_base=only_base,
+        only_new=only_new,
+    )
+
+
+def scorer_mismatch(base: pd.DataFrame, new: pd.DataFrame) -> str | None:
+    """Why the runs' scores do not compare: a task both runs played, graded by different
+    scorers (one line naming each run's); ``None`` when they compare (or a frame has no
+    ``scorer`` column)."""
+    if "scorer" not in base.columns or "scorer" not in new.columns:
+        return None
+    b = base.dropna(subset=["scorer"]).groupby("task_id")["scorer"].agg(frozenset)
+    n = new.dropna(subset=["scorer"]).groupby("task_id")["scorer"].agg(frozenset)
+    differ = [task for task in b.index.intersection(n.index) if b[task] != n[task]]
+    if not differ:
+        return None
+    base_labels = sorted(set().union(*(b[t] for t in differ)))
+    new_labels = sorted(set().union(*(n[t] for t in differ)))
+    return (
+        f"the runs are scored differently: base by {', '.join(base_labels)}, new by "
+        f"{', '.join(new_labels)}"
     )
 
 
@@ -191,7 +233,8 @@ def gate(
     """Decide whether ``new`` regressed from ``base``.
 
     * ``incomparable`` (exit 3) when ``same_suite_hash`` is False (the caller compares the
-      runs' suite hashes), when either run's share of unscored episodes (infra_error,
+      runs' suite hashes), when the runs grade a task with different scorers (then
+      ``comparison`` is ``None``), when either run's share of unscored episodes (infra_error,
       env_error, cancelled) exceeds ``max_infra_error_rate``, or when no episode was
       scored in both runs.
     * ``fail`` (exit 1) when the drop beyond ``max_drop`` is significant at ``alpha``:
@@ -203,16 +246,22 @@ def gate(
       where a bootstrap interval is too narrow.
     * ``pass`` (exit 0) otherwise.
 
+    Models of one run only (when episodes pair on the model) are named after the verdict's
+    reasons: the verdict is on the models both runs played.
+
     Raises:
-        ValueError: ``alpha`` is not in (0, 0.5) or ``max_drop`` is negative.
+        ValueError: ``alpha`` is not in (0, 0.5) or ``max_drop`` not in [0, 1].
     """
     if not 0 < alpha < 0.5:
         raise ValueError(f"alpha must lie in (0, 0.5), got {alpha}")
-    if max_drop < 0:
-        raise ValueError(f"max_drop must not be negative, got {max_drop}")
+    if not 0 <= max_drop <= 1:
+        raise ValueError(f"max_drop must lie in [0, 1], got {max_drop}")
     reasons: list[str] = []
     if not same_suite_hash:
         reasons.append("the runs' suite hashes differ: they did not evaluate the same suite")
+    mismatch = scorer_mismatch(base, new)
+    if mismatch is not None:
+        return GateVerdict("incomparable", EXIT_INCOMPARABLE, [*reasons, mismatch])
     cmp = compare_runs(base, new, 1 - 2 * alpha, n_resamples, seed)
     for name, counts in (("base", cmp.base), ("new", cmp.new)):
         if counts.episodes == 0:
@@ -226,7 +275,9 @@ def gate(
     if cmp.n_pairs == 0 and cmp.base.episodes and cmp.new.episodes:
         reasons.append(f"no episode was scored in both runs (paired on {', '.join(cmp.paired_on)})")
     if reasons:
-        return GateVerdict("incomparable", EXIT_INCOMPARABLE, reasons, cmp)
+        return GateVerdict(
+            "incomparable", EXIT_INCOMPARABLE, [*reasons, *cmp.unpaired_models()], cmp
+        )
 
     summary = (
         f"mean score {cmp.base_mean:.3f} -> {cmp.new_mean:.3f} (diff {cmp.diff:+.3f}, "
@@ -243,11 +294,7 @@ def gate(
             f"{test.only_b} only in new)"
         )
     if beyond:
-        return GateVerdict(
-            "fail",
-            EXIT_REGRESSION,
-            [f"significant drop beyond {max_drop:g} at alpha {alpha:g}: {summary}"],
-            cmp,
-        )
+        verdict = f"significant drop beyond {max_drop:g} at alpha {alpha:g}: {summary}"
+        return GateVerdict("fail", EXIT_REGRESSION, [verdict, *cmp.unpaired_models()], cmp)
     verdict = f"no significant drop beyond {max_drop:g} at alpha {alpha:g}: {summary}"
-    return GateVerdict("pass", EXIT_PASS, [verdict], cmp)
+    return GateVerdict("pass", EXIT_PASS, [verdict, *cmp.unpaired_models()], cmp)

@@ -23,13 +23,17 @@ if TYPE_CHECKING:
 FileFormat = Literal["md", "csv", "json", "html"]
 FILE_FORMATS: tuple[FileFormat, ...] = ("md", "csv", "json", "html")
 
-_LABELS = {"task_id": "task", "cost_usd": "cost $", "accuracy": "acc", "gave_up": "gave up"} | {
-    name: name.removesuffix("_error") for name in ERROR_OUTCOMES
-}
+_LABELS = {
+    "task_id": "task", "run_id": "run", "cost_usd": "cost $", "accuracy": "acc",
+    "gave_up": "gave up",
+} | {name: name.removesuffix("_error") for name in ERROR_OUTCOMES}  # fmt: skip
 _COMPACT_HIDDEN = ("samples", "se", "pass@1", "pass^1")
 _ERRORS = (*ERROR_OUTCOMES, "gave_up")
 _DIGITS = {"turns": 1, "cost_usd": 4}
-_KEYS = ("model", "task_id", "category", "run_id")
+_KEYS = ("model", "task_id", "category", "suite", "run_id", "scorer")
+_TITLED = ("suite", "run_id")
+"""Key columns a terminal table leaves out when every row holds the same value: its
+title names them (a run's summary, a leaderboard of one run)."""
 
 
 def format_value(column: str, value: Any) -> str:
@@ -56,8 +60,11 @@ def summary_table(frame: pd.DataFrame, title: str | None = None, compact: bool =
 
     ``ci_low`` and ``ci_high`` are shown as one ``CI`` column. ``compact`` fits a terminal:
     it leaves out ``samples``, ``se`` (the CI says more), ``pass@1`` and ``pass^1`` (both
-    equal ``accuracy``), and shows the error counts in one ``errors`` column.
+    equal ``accuracy``), and shows the error counts in one ``errors`` column. A ``suite``
+    or ``run_id`` column that holds one value is left out: the ``title`` should name it.
+    The ``scorer`` column always stays: each row says what its numbers are.
     """
+    frame = frame.drop(columns=[c for c in _TITLED if c in frame and frame[c].nunique() == 1])
     errors = [c for c in _ERRORS if c in frame.columns] if compact else []
     if compact:
         frame = frame.drop(columns=[c for c in _COMPACT_HIDDEN if c in frame.columns])
@@ -111,7 +118,8 @@ def comparison_table(cmp: Comparison) -> Table:
 
 
 def comparison_lines(cmp: Comparison) -> list[str]:
-    """The overall difference, its interval and test, and the unscored episodes, as text."""
+    """The overall difference, its interval and test, the unscored episodes, and the models
+    of one run only (not compared), as text."""
     lines = [
         f"diff {cmp.diff:+.3f} over {cmp.n_pairs} pairs, {cmp.level:.0%} paired bootstrap CI "
         f"[{cmp.ci_low:+.3f}, {cmp.ci_high:+.3f}]"
@@ -126,7 +134,7 @@ def comparison_lines(cmp: Comparison) -> list[str]:
         f"unscored episodes (infrastructure errors): base {cmp.base.unscored} of "
         f"{cmp.base.episodes}, new {cmp.new.unscored} of {cmp.new.episodes}"
     )
-    return lines
+    return lines + cmp.unpaired_models()
 
 
 def _signed(diff: float) -> str:

@@ -1,7 +1,9 @@
 """Leaderboard rows: per model (and task or category) scores, intervals, pass@k and errors.
 
 The input is a per-episode frame with the columns of
-:data:`gem_eval.records.EPISODE_COLUMNS`. pandas is imported inside the functions.
+:data:`gem_eval.records.EPISODE_COLUMNS`, and, from the index, each episode's ``suite`` and
+``scorer`` (:data:`gem_eval.store.index.FRAME_COLUMNS`). A row never spans two runs or two
+scorers. pandas is imported inside the functions.
 """
 
 from __future__ import annotations
@@ -21,6 +23,13 @@ MISSING_GROUP = "(none)"
 
 SAMPLE_KEY = ("run_id", "model", "task_id", "sample")
 """What identifies one sample: its epochs are its attempts for pass@k."""
+
+APART = ("suite", "run_id", "scorer")
+"""What one leaderboard row never pools, besides its ``by`` columns (those of them an
+episode frame has): a sample played in two runs is two measurements of one sample, not two
+samples (pooled, they would shrink the SE and CI as if independent), and a ``success`` and
+a ``return`` are different numbers. The suite goes with the run; it shows which suite a
+row is of."""
 
 
 def prepare(frame: pd.DataFrame) -> pd.DataFrame:
@@ -68,7 +77,8 @@ def summarize(
     seed: int = 0,
 ) -> pd.DataFrame:
     """One row per group of ``by`` (e.g. ``("model",)``, ``("model", "task_id")``,
-    ``("model", "category")``).
+    ``("model", "category")``) in each run and scorer: the groups are ``by`` and
+    :data:`APART` (``suite``, ``run_id``, ``scorer``, those the frame has), in this order.
 
     The unit of analysis is the sample (``run_id, model, task_id, sample``): its score is the
     mean over its scored epochs, and ``score``, ``accuracy``, ``se`` and the bootstrap
@@ -92,12 +102,13 @@ def summarize(
     * ``gave_up``: unscored episodes that ``--resume`` no longer replays (their
       ``--max-attempts`` ran out); also counted in their outcome's column.
 
-    Rows are sorted by the ``by`` columns after the first, then by score, best first.
+    Rows are sorted by suite, by the ``by`` columns after the first, then by score, best
+    first, then by model, run and scorer.
     """
     import pandas as pd
 
     df = prepare(frame)
-    keys = list(by)
+    keys = list(dict.fromkeys([*by, *(c for c in APART if c in df.columns)]))
     unknown = [k for k in keys if k not in df.columns]
     if unknown:
         raise ValueError(f"cannot group by unknown column(s): {', '.join(unknown)}")
@@ -116,7 +127,7 @@ def summarize(
     errors = pd.crosstab([df[k] for k in keys], df["outcome"])
     out = out.join(errors.reindex(index=out.index, columns=list(ERROR_OUTCOMES), fill_value=0))
     gave_up = df["gave_up"] if "gave_up" in df.columns else pd.Series(False, index=df.index)
-    out["gave_up"] = gave_up.fillna(False).astype(bool).groupby([df[k] for k in keys]).sum()
+    out["gave_up"] = gave_up.fillna(0).astype(bool).groupby([df[k] for k in keys]).sum()
     out["gave_up"] = out["gave_up"].fillna(0).astype("int64")
 
     scored = df[df["scored"]]
@@ -143,9 +154,11 @@ def summarize(
     out["n"] = out["n"].fillna(0).astype("int64")
     out["samples"] = out["samples"].fillna(0).astype("int64")
     out = out.reset_index()
-    order = [*keys[1:], "score", keys[0]]
+    order = dict.fromkeys(["suite", *by[1:]], True) | {"score": False}
+    order |= {k: True for k in [by[0], *keys] if k not in order}
+    order = {k: ascending for k, ascending in order.items() if k in out.columns}
     board: pd.DataFrame = out.sort_values(
-        order, ascending=[*[True] * (len(keys) - 1), False, True], na_position="last"
+        list(order), ascending=list(order.values()), na_position="last"
     ).reset_index(drop=True)
     return board
 

@@ -24,21 +24,29 @@ from gem_eval.errors import GemEvalError, UserError
 from gem_eval.outcomes import REPLAYED_OUTCOMES
 from gem_eval.records import EPISODE_COLUMNS, EpisodeRecord, RunManifest
 from gem_eval.store.run_dir import RunDir, list_run_ids
+from gem_eval.store.scorers import rescore_scorer, task_scorers
 
 if TYPE_CHECKING:
     import pandas as pd
 
 INDEX_FILE = "index.sqlite"
-INDEX_SCHEMA_VERSION = 3
-"""2: episodes have ``attempt`` and ``gave_up``. 3: runs have ``rescored_from``."""
+INDEX_SCHEMA_VERSION = 4
+"""2: episodes have ``attempt`` and ``gave_up``. 3: runs have ``rescored_from``. 4: runs
+have ``scorers`` and ``rescore_scorer``."""
 
 RUN_COLUMNS = [
     "run_id", "suite", "suite_path", "suite_hash", "models", "episodes_planned", "epochs",
     "seed", "gem_eval_version", "git_commit", "host", "started_at", "finished_at", "status",
-    "max_cost_usd", "rescored_from",
+    "max_cost_usd", "rescored_from", "rescore_scorer", "scorers",
 ]  # fmt: skip
 """The columns of the ``runs`` table; ``models`` holds a JSON list of model names;
-``rescored_from`` the run a ``gem-eval rescore`` graded again (``extra.rescored_from``)."""
+``rescored_from`` the run a ``gem-eval rescore`` graded again (``extra.rescored_from``),
+``rescore_scorer`` the scorer it asked for (``None``: each task's own); ``scorers`` a JSON
+object: task id -> the label of the scorer that graded it (:mod:`gem_eval.store.scorers`)."""
+
+FRAME_COLUMNS = [*EPISODE_COLUMNS, "suite", "scorer"]
+"""The columns of :meth:`Index.episodes` rows and :meth:`Index.episodes_frame`: an
+episode's own, its run's ``suite`` and its task's ``scorer`` label in that run."""
 
 _TYPES = {
     "sample": "INTEGER", "epoch": "INTEGER", "success": "INTEGER", "turns": "INTEGER",
@@ -168,6 +176,7 @@ class Index:
         for row in rows:
             run = dict(zip(RUN_COLUMNS, row))
             run["models"] = json.loads(run["models"])
+            run["scorers"] = json.loads(run["scorers"] or "{}")
             run["episodes_done"] = row[-1]
             out.append(run)
         return out
@@ -175,20 +184,18 @@ class Index:
     def episodes(
         self, run_ids: list[str] | None = None, suite: str | None = None
     ) -> list[dict[str, Any]]:
-        """Episode rows (keys: ``EPISODE_COLUMNS``), optionally only of some runs or a suite.
-
-        Without ``run_ids``, a run that ``gem-eval rescore`` graded again is left out: the
-        rescored run (the same episodes, new grades) stands in for it.
-        """
+        """Episode rows (keys: :data:`FRAME_COLUMNS`) of every run, or only of ``run_ids``
+        or of a suite. Which runs a leaderboard shows is
+        :mod:`gem_eval.metrics.selection`'s to decide."""
         return [
-            {**dict(zip(EPISODE_COLUMNS, row)), "success": bool(row[_SUCCESS])}
+            {**dict(zip(FRAME_COLUMNS, row)), "success": bool(row[_SUCCESS])}
             for row in self._select(run_ids, suite)
         ]
 
     def episodes_frame(
         self, run_ids: list[str] | None = None, suite: str | None = None
     ) -> pd.DataFrame:
-        """:meth:`episodes` as a pandas DataFrame with columns ``EPISODE_COLUMNS``.
+        """:meth:`episodes` as a pandas DataFrame with columns :data:`FRAME_COLUMNS`.
 
         Raises:
             UserError: pandas is not installed.
@@ -198,7 +205,7 @@ class Index:
         except ImportError:
             raise UserError("leaderboards need pandas: pip install pandas") from None
 
-        frame: pd.DataFrame = pd.DataFrame(self._select(run_ids, suite), columns=EPISODE_COLUMNS)
+        frame: pd.DataFrame = pd.DataFrame(self._select(run_ids, suite), columns=FRAME_COLUMNS)
         frame["success"] = frame["success"].astype(bool)
         frame["gave_up"] = frame["gave_up"].fillna(False).astype(bool)
         for column in _REAL_EPISODE_COLUMNS:  # all-None columns would stay `object`
@@ -243,22 +250,31 @@ class Index:
         return stats
 
     def _select(self, run_ids: list[str] | None, suite: str | None) -> list[tuple[Any, ...]]:
+        """Rows of :data:`FRAME_COLUMNS`: each episode with its run's suite and its task's
+        scorer label (``None`` for a task the run's manifest does not list)."""
         where, params = [], []
         if run_ids is not None:
-            where.append(f"run_id IN ({', '.join('?' * len(run_ids))})")
+            where.append(f"e.run_id IN ({', '.join('?' * len(run_ids))})")
             params.extend(run_ids)
-        else:  # every run: one graded again by `gem-eval rescore` counts as its new grade
-            where.append(
-                "run_id NOT IN (SELECT rescored_from FROM runs WHERE rescored_from IS NOT NULL)"
-            )
         if suite is not None:
-            where.append("run_id IN (SELECT run_id FROM runs WHERE suite = ?)")
+            where.append("r.suite = ?")
             params.append(suite)
-        sql = f"SELECT {', '.join(EPISODE_COLUMNS)} FROM episodes"
+        sql = (
+            f"SELECT {', '.join('e.' + c for c in EPISODE_COLUMNS)}, r.suite, r.scorers "
+            "FROM episodes e LEFT JOIN runs r ON r.run_id = e.run_id"
+        )
         if where:
             sql += " WHERE " + " AND ".join(where)
         with self._lock:
-            return self._conn.execute(sql + " ORDER BY run_id, key", params).fetchall()
+            rows = self._conn.execute(sql + " ORDER BY e.run_id, e.key", params).fetchall()
+        scorers: dict[str | None, dict[str, str]] = {}
+        out = []
+        for row in rows:
+            by_task = scorers.get(row[-1])
+            if by_task is None:
+                by_task = scorers[row[-1]] = json.loads(row[-1] or "{}")
+            out.append((*row[:-1], by_task.get(row[_TASK])))
+        return out
 
     def _has_tables(self) -> bool:
         return (
@@ -298,6 +314,7 @@ class Index:
 
 _SUCCESS = EPISODE_COLUMNS.index("success")
 _KEY = EPISODE_COLUMNS.index("key")
+_TASK = EPISODE_COLUMNS.index("task_id")
 _REAL_EPISODE_COLUMNS = [c for c in EPISODE_COLUMNS if _TYPES.get(c) == "REAL"]
 
 
@@ -309,6 +326,8 @@ def _run_row(m: RunManifest) -> tuple[Any, ...]:
     values = m.model_dump(include=set(RUN_COLUMNS))
     values["models"] = json.dumps([model.name for model in m.models])
     values["rescored_from"] = (m.extra.get("rescored_from") or {}).get("run_id")
+    values["rescore_scorer"] = rescore_scorer(m)
+    values["scorers"] = json.dumps(task_scorers(m), sort_keys=True)
     return tuple(values[c] for c in RUN_COLUMNS)
 
 

@@ -23,17 +23,24 @@ def write_run(
     status: str = "finished",
     started_at: float = 1000.0,
     first: int = 0,
+    models: tuple[str, ...] = (),
+    scorer: str = "success",
 ) -> None:
-    """A run of one model on tasks t0..t3: sample ``first + i`` succeeds when
-    ``successes[i]``, then ``infra`` more samples lost to infrastructure errors."""
+    """A run of one model (``openai/<run_id>``, or each of ``models``) on tasks t0..t3,
+    scored by ``scorer``: sample ``first + i`` succeeds when ``successes[i]``, then
+    ``infra`` more samples lost to infrastructure errors."""
     n = len(successes)
+    names = models or (f"openai/{run_id}",)
     manifest = RunManifest(
         run_id=run_id,
         suite="fixed",
         suite_hash=suite_hash,
-        models=[ModelSpec(name=f"openai/{run_id}")],
-        tasks=[TaskSpec(id=f"t{i}", env_id="game:GuessTheNumber-v0-easy") for i in range(4)],
-        episodes_planned=n + infra,
+        models=[ModelSpec(name=name) for name in names],
+        tasks=[
+            TaskSpec(id=f"t{i}", env_id="game:GuessTheNumber-v0-easy", scorer=scorer)  # type: ignore[arg-type]
+            for i in range(4)
+        ],
+        episodes_planned=(n + infra) * len(names),
         gem_eval_version="0.0.0",
         host="test",
         started_at=started_at,
@@ -46,8 +53,8 @@ def write_run(
     run.extend(
         EpisodeRecord(
             run_id=run_id,
-            key=f"openai/{run_id}|t{i % 4}|{i}|0",
-            model=f"openai/{run_id}",
+            key=f"{model}|t{i % 4}|{i}|0",
+            model=model,
             task_id=f"t{i % 4}",
             sample=i,
             epoch=0,
@@ -58,6 +65,7 @@ def write_run(
             started_at=started_at,
             finished_at=started_at + 1,
         )
+        for model in names
         for i, (outcome, score) in enumerate(outcomes, first)
     )
 
@@ -96,6 +104,11 @@ def test_1_a_significant_regression(results: Path) -> None:
         (["gate", "same", "--baseline", "bsae"], "no run 'bsae'. Did you mean:"),
         (["gate", "same", "--baseline", "base", "--alpha", "0.7"], "--alpha must lie in"),
         (["gate", "same", "--baseline", "base", "--max-drop", "lots"], "Invalid value"),
+        (["gate", "same", "--baseline", "base", "--max-drop", "1.5"], "--max-drop must lie in"),
+        (["gate", "same", "--baseline", "base", "--max-drop", "-0.1"], "--max-drop must lie in"),
+        (["gate", "base", "--baseline", "base"], "its baseline are one run, base: a run"),
+        (["gate", "latest", "--baseline", "same"], "its baseline are one run, same: a run"),
+        (["compare", "same", "same"], "its baseline are one run, same: a run"),
         (["gate", "same"], "Missing option '--baseline'"),
     ],
 )
@@ -134,3 +147,32 @@ def test_4_the_gate_itself_failed(results: Path) -> None:
     assert done.returncode == 4, done.stdout + done.stderr
     assert done.stderr.splitlines()[-1].startswith("error: the gate failed: DatabaseError")
     assert not done.stdout  # no verdict was printed
+
+
+def test_a_model_missing_from_the_baseline_is_named(tmp_path: Path) -> None:
+    results = tmp_path / "results"
+    outcomes = bernoulli(0.8, 40, seed=3)
+    write_run(results, "old", outcomes, models=("openai/a", "openai/b"))
+    write_run(results, "new", outcomes, models=("openai/a", "openai/c"), started_at=2000.0)
+    line = "model openai/c is in the new run only: not compared"
+    done = gem_eval("gate", "new", "--baseline", "old", results=results)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "model openai/b is in the base run only: not compared" in done.stdout
+    assert line in done.stdout
+    compared = gem_eval("compare", "old", "new", results=results)
+    assert compared.returncode == 0, compared.stdout + compared.stderr
+    assert line in compared.stdout
+
+
+def test_runs_scored_differently_are_refused(results: Path) -> None:
+    write_run(results, "ret", bernoulli(0.8, 200, seed=1), scorer="return", started_at=3000.0)
+    reason = "the runs are scored differently: base by success, new by return"
+    done = gem_eval("gate", "ret", "--baseline", "base", results=results)
+    assert done.returncode == 3, done.stdout + done.stderr
+    assert done.stdout.splitlines() == [
+        "gate INCOMPARABLE: ret against baseline base",
+        f"  {reason}",
+    ]
+    compared = gem_eval("compare", "base", "ret", results=results)
+    assert compared.returncode == 2 and not compared.stdout
+    assert compared.stderr == f"error: base and ret do not compare: {reason}\n"

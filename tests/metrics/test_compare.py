@@ -178,6 +178,8 @@ class FakeIndex:
         return [
             {
                 "run_id": r,
+                "suite": "fixed",
+                "models": sorted(set(frame["model"])),
                 "suite_hash": hashes[r],
                 "started_at": float(i),
                 "status": "finished",
@@ -229,7 +231,7 @@ def test_cli_commands_over_a_fake_index(monkeypatch: pytest.MonkeyPatch, tmp_pat
 
     result = invoke("leaderboard", "base", "bad", "--format", "md")
     assert result.exit_code == 0, result.output
-    assert result.output.splitlines()[2].startswith("| ckpt-1 | 200 |")
+    assert result.output.splitlines()[2].startswith("| ckpt-1 | base | 200 |")
     result = invoke("leaderboard", "--by", "task")
     assert result.exit_code == 0 and "ckpt-4" in result.output and "t3" in result.output
     result = invoke("leaderboard", "-o", str(tmp_path / "board.json"))
@@ -240,3 +242,35 @@ def test_cli_commands_over_a_fake_index(monkeypatch: pytest.MonkeyPatch, tmp_pat
     assert "McNemar" in result.output and "all" in result.output
     result = invoke("compare", "base", "bda")
     assert result.exit_code != 0 and "Did you mean: bad" in str(result.exception)
+
+
+def test_a_model_of_one_run_only_is_named_not_dropped() -> None:
+    base = pd.concat([run([True] * 4, model="x"), run([True] * 4, model="y")])
+    new = pd.concat([run([True] * 4, model="x"), run([True] * 4, model="z")])
+    cmp = compare_runs(base, new)
+    assert (cmp.only_base, cmp.only_new) == (("y",), ("z",))
+    assert cmp.unpaired_models() == [
+        "model y is in the base run only: not compared",
+        "model z is in the new run only: not compared",
+    ]
+    verdict = gate(base, new)
+    assert verdict.status == "pass" and verdict.reasons[1:] == cmp.unpaired_models()
+    one_each = compare_runs(run([True] * 4, model="ckpt-1"), run([True] * 4, model="ckpt-2"))
+    assert one_each.unpaired_models() == []  # a checkpoint against its baseline
+
+
+def test_runs_scored_differently_do_not_compare() -> None:
+    base = run([True] * 4).assign(scorer="success")
+    new = run([True] * 4).assign(scorer="return", score=-0.28)
+    with pytest.raises(ValueError, match="scored differently: base by success, new by return"):
+        compare_runs(base, new)
+    verdict = gate(base, new)
+    assert (verdict.status, verdict.exit_code, verdict.comparison) == ("incomparable", 3, None)
+    assert verdict.reasons == ["the runs are scored differently: base by success, new by return"]
+    assert gate(base, base.copy()).status == "pass"  # the same scorer compares
+
+
+@pytest.mark.parametrize("max_drop", [-0.1, 1.5])
+def test_max_drop_outside_0_1_is_refused(max_drop: float) -> None:
+    with pytest.raises(ValueError, match=r"max_drop must lie in \[0, 1\]"):
+        gate(run([True] * 4), run([True] * 4), max_drop=max_drop)

@@ -143,11 +143,11 @@ def test_rendering(tmp_path: Path) -> None:
     rows = [episode(sample=i, success=i < 3, cost_usd=None) for i in range(4)]
     board = summarize(frame(rows))
     md = to_text(board, "md")
-    assert md.splitlines()[0].startswith("| model | n |")
-    assert "| m | 4 | 4 | 0.750 |" in md
+    assert md.splitlines()[0].startswith("| model | run_id | n |")
+    assert "| m | run-1 | 4 | 4 | 0.750 |" in md
     records = json.loads(to_text(board, "json"))
     assert records[0]["score"] == 0.75 and records[0]["cost_usd"] is None
-    assert to_text(board, "csv").startswith("model,n,samples,score")
+    assert to_text(board, "csv").startswith("model,run_id,n,samples,score")
     assert "<table" in to_text(board, "html")
     path = write_table(board, "csv", tmp_path / "out" / "board.csv")
     assert pd.read_csv(path)["n"].tolist() == [4]
@@ -155,3 +155,45 @@ def test_rendering(tmp_path: Path) -> None:
     assert "CI" in [c.header for c in table.columns]
     with pytest.raises(ValueError):
         to_text(board, "xlsx")  # type: ignore[arg-type]
+
+
+def test_a_run_and_its_rerun_are_two_rows_never_twice_the_samples() -> None:
+    """The same 27 samples played in two runs are two measurements of 27 samples, not 54
+    samples: each run is its own row, with the SE of 27."""
+    first = [episode(sample=i, success=i < 18, run_id="r1") for i in range(27)]
+    again = [episode(sample=i, success=i < 9, run_id="r2") for i in range(27)]
+    board = summarize(frame(first + again))
+    assert list(board["run_id"]) == ["r1", "r2"]  # best first
+    for run_id, p in (("r1", 18 / 27), ("r2", 9 / 27)):
+        r = row_of(board, model="m", run_id=run_id)
+        assert (r["n"], r["samples"]) == (27, 27)
+        assert r["score"] == pytest.approx(p)
+        assert r["se"] == pytest.approx(math.sqrt(p * (1 - p) / 26))
+
+
+def test_scores_of_two_scorers_are_never_averaged() -> None:
+    """A run graded by ``success`` and its re-scoring by ``return``: one row each, named."""
+    success = frame([episode(sample=i, success=True, run_id="orig") for i in range(4)])
+    returns = frame([episode(sample=i, run_id="ret", score=-1.0) for i in range(4)])
+    both = pd.concat([success.assign(scorer="success"), returns.assign(scorer="return")])
+    board = summarize(both, by=("model", "task_id"))
+    assert list(board.columns[:4]) == ["model", "task_id", "run_id", "scorer"]
+    assert [(r.run_id, r.scorer, r.score) for r in board.itertuples()] == [
+        ("orig", "success", 1.0),
+        ("ret", "return", -1.0),
+    ]
+    mixed = success.assign(scorer=["success", "return"] * 2)  # one run, two scorers
+    assert sorted(summarize(mixed)["scorer"]) == ["return", "success"]
+
+
+def test_rows_of_several_suites_sort_by_suite_first() -> None:
+    rows = [episode(model="a", run_id="s1", success=False), episode(model="b", run_id="g1")]
+    board = summarize(frame(rows).assign(suite=["smoke", "games"]))
+    assert list(board[["suite", "model"]].itertuples(index=False, name=None)) == [
+        ("games", "b"),
+        ("smoke", "a"),
+    ]
+    table = summary_table(board)
+    assert [c.header for c in table.columns][:3] == ["model", "suite", "run"]
+    lone = summary_table(summarize(frame(rows[:1]).assign(suite="smoke", scorer="success")))
+    assert [c.header for c in lone.columns][:2] == ["model", "scorer"]  # title names the run

@@ -8,9 +8,10 @@ from typer.testing import CliRunner
 
 from gem_eval.cli.results import results_app
 from gem_eval.errors import UserError
-from gem_eval.records import EPISODE_COLUMNS
+from gem_eval.judge import JudgeSpec
+from gem_eval.records import EPISODE_COLUMNS, TaskSpec
 from gem_eval.store import Index, RunDir
-from gem_eval.store.index import INDEX_SCHEMA_VERSION
+from gem_eval.store.index import FRAME_COLUMNS, INDEX_SCHEMA_VERSION
 from tests.store.test_run_dir import make_manifest, make_record, make_trajectory
 
 
@@ -99,11 +100,55 @@ def test_episodes_frame_has_the_episode_columns(tmp_path: Path) -> None:
         fill(tmp_path, index)
         frame = index.episodes_frame(suite="smoke")
         empty = index.episodes_frame(["nope"])
-    assert list(frame.columns) == EPISODE_COLUMNS
+    assert list(frame.columns) == [*EPISODE_COLUMNS, "suite", "scorer"] == FRAME_COLUMNS
     assert len(frame) == 10
     assert frame["success"].dtype == bool
     assert frame["cost_usd"].dtype == float
-    assert list(empty.columns) == EPISODE_COLUMNS and empty.empty
+    assert set(frame["suite"]) == {"smoke"} and set(frame["scorer"]) == {"success"}
+    assert list(empty.columns) == FRAME_COLUMNS and empty.empty
+
+
+def test_each_episode_carries_its_tasks_scorer_in_its_run(tmp_path: Path) -> None:
+    """A run re-scored with another scorer: both runs stay in the index, each episode
+    labelled with the scorer that graded it there; a judge's and a discount's detail
+    are part of the label."""
+    tasks = [
+        TaskSpec(id="guess", env_id="game:GuessTheNumber-v0-easy"),
+        TaskSpec(id="qa", env_id="qa:QA-v0", scorer="judge", judge=JudgeSpec(model="openai/j")),
+    ]
+    again = [t.model_copy(update={"scorer": "discounted_return", "gamma": 0.9}) for t in tasks]
+    origin = {"rescored_from": {"run_id": "run-1", "scorer": "discounted_return"}}
+    with Index.for_root(tmp_path) as index:
+        index.add_run(make_manifest("run-1", tasks=tasks))
+        index.add_run(make_manifest("run-2", tasks=again, started_at=2000.0, extra=origin))
+        for run_id in ("run-1", "run-2"):
+            index.add_episodes(make_record(run_id, task_id=t.id) for t in tasks)
+        runs = {r["run_id"]: r for r in index.runs()}
+        frame = index.episodes_frame()  # every run: the original is not hidden
+    assert runs["run-1"]["scorers"] == {"guess": "success", "qa": "judge:openai/j"}
+    assert runs["run-2"]["scorers"] == dict.fromkeys(("guess", "qa"), "discounted_return:0.9")
+    assert (runs["run-1"]["rescore_scorer"], runs["run-2"]["rescore_scorer"]) == (
+        None, "discounted_return",
+    )  # fmt: skip
+    assert runs["run-2"]["rescored_from"] == "run-1"
+    labels = {(r, t): s for r, t, s in frame[["run_id", "task_id", "scorer"]].itertuples(False)}
+    assert labels == {
+        ("run-1", "guess"): "success", ("run-1", "qa"): "judge:openai/j",
+        ("run-2", "guess"): "discounted_return:0.9", ("run-2", "qa"): "discounted_return:0.9",
+    }  # fmt: skip
+
+
+def test_an_index_without_scorers_is_rebuilt_with_them(tmp_path: Path) -> None:
+    """An index written before runs had ``scorers`` (schema 3) is refilled on opening."""
+    with Index.for_root(tmp_path) as index:
+        fill(tmp_path, index)
+    conn = sqlite3.connect(tmp_path / "index.sqlite")
+    conn.execute("UPDATE schema_version SET version = 3")
+    conn.execute("UPDATE runs SET scorers = NULL")
+    conn.commit()
+    conn.close()
+    with Index.for_root(tmp_path) as index:
+        assert {r["scorers"]["guess"] for r in index.runs()} == {"success"}
 
 
 def test_rebuild_equals_incremental(tmp_path: Path) -> None:

@@ -1,0 +1,62 @@
+"""Which scorer graded each task of a run, as leaderboards, ``compare`` and the gate name it.
+
+A score means what its scorer made of an episode: a ``success`` (0 or 1) and a ``return``
+(a sum of rewards) of the same episode are different numbers, never to be averaged or
+paired. The index keeps each run's map from task id to scorer label
+(:func:`task_scorers`), and every episode row carries its task's label.
+
+A label is the task's ``scorer`` (:class:`~gem_eval.records.TaskSpec`), with what changes
+its numbers after a colon: the judge model of ``judge``, the discount of
+``discounted_return`` (``discounted_return:0.99``). An imported run is scored by its
+source harness: ``inspect_ai:<its first scorer>``, ``lm-eval:<metric,filter>``,
+``harbor:reward``.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from gem_eval.records import RunManifest, TaskSpec
+
+__all__ = ["rescore_scorer", "scorer_label", "scorer_name", "task_scorers"]
+
+
+def scorer_label(task: TaskSpec) -> str:
+    """The label of the scorer that grades ``task`` in a gem-eval run."""
+    if task.scorer == "judge" and task.judge is not None:
+        return f"judge:{task.judge.model}"
+    if task.scorer == "discounted_return":
+        return f"discounted_return:{task.gamma:g}"
+    return task.scorer
+
+
+def scorer_name(label: str) -> str:
+    """The scorer's name in a label, without its detail: ``judge:openai/x`` -> ``judge``."""
+    return label.split(":", 1)[0]
+
+
+def task_scorers(manifest: RunManifest) -> dict[str, str]:
+    """Task id -> scorer label, for every task of the run."""
+    imported = manifest.extra.get("imported")
+    if isinstance(imported, dict):
+        return {t.id: _imported_label(imported, t.id) for t in manifest.tasks}
+    return {t.id: scorer_label(t) for t in manifest.tasks}
+
+
+def rescore_scorer(manifest: RunManifest) -> str | None:
+    """The scorer ``gem-eval rescore --scorer`` asked for when it made this run (``None``:
+    not a re-scoring, or each task's own scorer was kept)."""
+    origin = manifest.extra.get("rescored_from")
+    scorer = origin.get("scorer") if isinstance(origin, dict) else None
+    return str(scorer) if scorer else None
+
+
+def _imported_label(imported: dict[str, Any], task_id: str) -> str:
+    source = str(imported.get("source") or "imported")
+    metrics = imported.get("metrics")
+    detail = (
+        metrics.get(task_id)
+        if isinstance(metrics, dict)
+        else imported.get("scorer") or ("reward" if source == "harbor" else None)
+    )
+    return f"{source}:{detail}" if detail else source

@@ -1,0 +1,128 @@
+"""Which runs a leaderboard shows: each model's latest finished run per suite with the
+tasks' own scorers by default, every run with ``--all-runs``, the runs named otherwise."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from gem_eval.metrics.selection import is_own_scored, select_runs
+from tests.metrics.test_summary import episode, frame
+
+
+def run(
+    run_id: str,
+    started_at: float,
+    *,
+    models: tuple[str, ...] = ("m",),
+    suite: str = "smoke",
+    status: str = "finished",
+    scorer: str = "success",
+    rescored_from: str | None = None,
+    rescore_scorer: str | None = None,
+) -> dict[str, Any]:
+    """An index row (:meth:`gem_eval.store.Index.runs`) of a run of tasks t0 and t1."""
+    return {
+        "run_id": run_id, "suite": suite, "models": list(models), "status": status,
+        "started_at": started_at, "scorers": {"t0": scorer, "t1": scorer},
+        "rescored_from": rescored_from, "rescore_scorer": rescore_scorer,
+    }  # fmt: skip
+
+
+def shown(runs: list[dict[str, Any]], **options: Any) -> dict[str, set[str]]:
+    return select_runs(runs, **options).models
+
+
+def test_each_model_shows_its_latest_finished_run_per_suite() -> None:
+    runs = [
+        run("a1", 1, models=("a", "b")),
+        run("a2", 2, models=("a",)),  # a's re-run: supersedes a1 for a, not for b
+        run("a3", 3, models=("a",), status="interrupted"),  # not finished: skipped
+        run("g1", 4, models=("a",), suite="games"),
+    ]
+    assert shown(runs) == {"a1": {"b"}, "a2": {"a"}, "g1": {"a"}}
+    chosen = select_runs(runs)
+    assert chosen.run_ids == ["a1", "a2", "g1"]
+    assert chosen.hint() == "1 other run(s) not shown: --all-runs shows every run"
+    assert shown(runs, suite="games") == {"g1": {"a"}}
+
+
+def test_a_model_without_a_finished_run_shows_its_latest_and_says_so() -> None:
+    runs = [run("r1", 1, status="failed"), run("r2", 2, status="interrupted")]
+    chosen = select_runs(runs)
+    assert chosen.models == {"r2": {"m"}}
+    assert chosen.warnings() == ["m has no finished run of smoke: its latest, r2, is interrupted"]
+
+
+def test_an_exploratory_rescore_never_displaces_the_own_scorer() -> None:
+    runs = [
+        run("orig", 1),
+        run("ret", 2, scorer="return", rescored_from="orig", rescore_scorer="return"),
+    ]
+    chosen = select_runs(runs)
+    assert chosen.models == {"orig": {"m"}}
+    assert chosen.title("model").endswith("run orig, the tasks' own scorers, by model")
+    hint = chosen.hint()
+    assert hint is not None and "--scorer return" in hint
+    assert shown(runs, scorer="return") == {"ret": {"m"}}
+    assert shown(runs, all_runs=True) == {"orig": {"m"}, "ret": {"m"}}
+
+
+def test_a_rescore_with_the_own_scorer_stands_in_for_its_original() -> None:
+    runs = [
+        run("orig", 1),
+        run("fixed", 2, rescored_from="orig"),  # a fixed grader, the same scorer
+        run("asked", 3, rescored_from="orig", rescore_scorer="success"),  # asked, but own
+    ]
+    assert shown(runs) == {"asked": {"m"}}
+    chain = [
+        run("orig", 1),
+        run("ret", 2, scorer="return", rescored_from="orig", rescore_scorer="return"),
+        run("again", 3, scorer="return", rescored_from="ret"),  # keeps ret's: not own
+    ]
+    assert shown(chain) == {"orig": {"m"}}
+
+
+def test_own_scorer_when_the_original_is_gone() -> None:
+    by_id: dict[str, dict[str, Any]] = {}
+    assert is_own_scored(run("r", 2, rescored_from="gone"), by_id)
+    asked = run("r", 2, scorer="return", rescored_from="gone", rescore_scorer="return")
+    assert not is_own_scored(asked, by_id)
+
+
+def test_named_runs_and_all_runs_show_exactly_those() -> None:
+    runs = [run("a", 1), run("b", 2), run("c", 3, suite="games")]
+    assert select_runs(runs, named=[runs[0], runs[0]]).models == {"a": {"m"}}
+    assert select_runs(runs, named=[runs[2], runs[0]]).run_ids == ["a", "c"]
+    every = select_runs(runs, all_runs=True)
+    assert every.run_ids == ["a", "b", "c"] and every.hint() is None
+    assert every.title("model") == "every run (3), by model"
+    with pytest.raises(ValueError):
+        select_runs(runs, named=runs, all_runs=True)
+
+
+def test_titles_say_the_rule_and_name_a_lone_run_and_suite() -> None:
+    runs = [run("a", 1), run("b", 2, status="failed")]
+    assert select_runs(runs).title("task") == (
+        "suite smoke, each model's latest finished run, run a, the tasks' own scorers, by task"
+    )
+    named = select_runs(runs, named=runs, scorer="success")
+    assert named.title("model") == "suite smoke, 2 run(s) named, scored by success, by model"
+
+
+def test_keep_takes_the_chosen_models_of_each_run_and_the_scorer() -> None:
+    runs = [run("a1", 1, models=("a", "b")), run("a2", 2, models=("a",))]
+    rows = [
+        episode(model=m, run_id=r, sample=s)
+        for r, models in (("a1", ("a", "b")), ("a2", ("a",)))
+        for m in models
+        for s in range(2)
+    ]
+    kept = select_runs(runs).keep(frame(rows).assign(scorer="success"))
+    assert sorted(set(zip(kept["run_id"], kept["model"]))) == [("a1", "b"), ("a2", "a")]
+    judged = frame(rows).assign(scorer=["judge:openai/j", "success"] * 3)
+    for r in runs:
+        r["scorers"] = {"t0": "judge:openai/j", "t1": "success"}
+    by_judge = select_runs(runs, all_runs=True, scorer="judge").keep(judged)
+    assert len(by_judge) == 3 and set(by_judge["scorer"]) == {"judge:openai/j"}
