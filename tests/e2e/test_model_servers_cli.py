@@ -78,6 +78,7 @@ def test_ambiguous_model_settings_are_one_line_and_write_nothing(tmp_path: Path)
         (["--model-base-url", url1, "--model-base-url", url2, "-m", "openai/a"], "twice for every"),
         (["-m", "openai/a", "--model-backend", "nope"], "unknown model backend 'nope'"),
         (["-m", "openai/a", "-m", "openai/a"], "given twice"),
+        (["-m", "openai/a", "-M", "temperature=abc"], "-M temperature: expected a number"),
     ]:
         result = gem_eval("run", "--suite", "smoke", *args, results=tmp_path)
         assert result.returncode == 2, result.stdout + result.stderr
