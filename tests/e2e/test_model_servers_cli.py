@@ -66,9 +66,7 @@ def test_two_models_each_reach_their_own_server(
         "openai/a": one.base_url,
         "openai/b": moved.base_url,
     }
-    assert manifest["sessions"][-1]["changed"] == {
-        "--model-base-url (openai/b)": moved.base_url
-    }
+    assert manifest["sessions"][-1]["changed"] == {"--model-base-url (openai/b)": moved.base_url}
 
 
 def test_ambiguous_model_settings_are_one_line_and_write_nothing(tmp_path: Path) -> None:

@@ -4,7 +4,6 @@ of gem-eval and of the configuration, the run's status, and what --resume may ch
 from __future__ import annotations
 
 import asyncio
-import json
 from pathlib import Path
 from typing import Any
 
@@ -304,7 +303,7 @@ def test_a_finished_run_resumed_needs_no_model_and_stays_finished(
     from gem_eval.runner.session import settle_idle
 
     results = tmp_path / "r"
-    summary, run_dir = play(suite, results, lambda spec: ScriptedModel(["50"] * 20), ["scripted"])
+    _, run_dir = play(suite, results, lambda spec: ScriptedModel(["50"] * 20), ["scripted"])
     assert run_dir.read_manifest().status == "finished"
     checked: list[str] = []
 
