@@ -39,6 +39,12 @@ class TaskFormatError(UserError):
         super().__init__(f"{where}: {' '.join(message.split())}")
 
 
+class RegistryError(UserError):
+    """A registry dataset (``NAME@VERSION``) that cannot be looked up or fetched: the
+    registry is unreadable, the name or version unknown, its git repository or commit
+    out of reach (see :mod:`gem_eval.registry`)."""
+
+
 class RegistrationError(GemEvalError):
     """An env was registered twice, or with a malformed id or entry point."""
 

@@ -11,6 +11,8 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 
 from gem_eval.errors import UserError
+from gem_eval.registry.source import DEFAULT_REGISTRY as DEFAULT_REGISTRY
+from gem_eval.registry.source import ENV_VAR as REGISTRY_ENV
 
 if TYPE_CHECKING:
     from gem_eval.store import Index
@@ -27,6 +29,15 @@ ResultsDir = Annotated[
     ),
 ]
 
+Registry = Annotated[
+    str,
+    typer.Option(
+        "--registry",
+        envvar=REGISTRY_ENV,
+        help="Where a suite named NAME@VERSION (a dataset: terminal-bench@2.0) is looked "
+        "up: a registry JSON file or URL in Harbor's format.",
+    ),
+]
 
 ImageMap = Annotated[
     list[str] | None,

@@ -148,6 +148,14 @@ def route_library_log() -> None:
     logger.propagate = False
 
 
+def dataset_line(pin: dict[str, Any]) -> str:
+    """A registry dataset a suite or run played (a manifest's ``extra.datasets`` entry):
+    ``NAME@VERSION: GIT_URL @ COMMIT (registry WHERE)``."""
+    repos = pin.get("repositories") or ()
+    where = ", ".join(f"{r.get('git_url')} @ {r.get('commit')}" for r in repos)
+    return f"{pin.get('name')}@{pin.get('version')}: {where} (registry {pin.get('registry')})"
+
+
 def prepare_run_summary() -> None:
     """Import what :func:`run_summary` needs (pandas: ~0.7 s) in a worker thread while the
     run plays, so the scores show as soon as the last episode ends."""

@@ -173,6 +173,8 @@ def _status(status: str) -> str:
 
 
 def _manifest_grid(m: RunManifest, records: list[EpisodeRecord]) -> Table:
+    from gem_eval.cli.render import dataset_line
+
     done = sum(r.outcome not in REPLAYED_OUTCOMES for r in records)
     tokens = sum(r.input_tokens + r.output_tokens for r in records)
     costs = [r.cost_usd for r in records if r.cost_usd is not None]
@@ -196,6 +198,7 @@ def _manifest_grid(m: RunManifest, records: list[EpisodeRecord]) -> Table:
         ("started", f"{_when(m.started_at)} (duration {duration})"),
         ("seed", _seed(m, records)),
         *_made_by(m),
+        *(("dataset", dataset_line(pin)) for pin in m.extra.get("datasets") or ()),
     ]
     origin = m.extra.get("rescored_from")
     if isinstance(origin, dict):  # written by gem-eval rescore

@@ -16,12 +16,14 @@ from gem_eval.cli.model_options import (
     ordered_options,
 )
 from gem_eval.cli.options import (
+    DEFAULT_REGISTRY,
     DEFAULT_RESULTS_DIR,
     Categories,
     ExecutorName,
     ImageMap,
     ModelArgs,
     RayAddress,
+    Registry,
     ResultsDir,
     SampleIds,
     TaskGlobs,
@@ -39,7 +41,13 @@ if TYPE_CHECKING:
 def run(
     ctx: typer.Context,
     suite: Annotated[
-        str | None, typer.Option("--suite", "-s", help="A suite name (suites/NAME.yaml) or path.")
+        str | None,
+        typer.Option(
+            "--suite",
+            "-s",
+            help="A suite name (suites/NAME.yaml) or path, or a dataset NAME@VERSION "
+            "(terminal-bench@2.0) of --registry.",
+        ),
     ] = None,
     model: Annotated[
         list[str] | None,
@@ -165,6 +173,7 @@ def run(
     ] = False,
     executor: ExecutorName = "local",
     ray_address: RayAddress = None,
+    registry: Registry = DEFAULT_REGISTRY,
 ) -> None:
     """Run a suite: every task, sample and epoch, for every model; record and score it.
 
@@ -211,6 +220,7 @@ def run(
         results_dir=results_dir,
         executor=executor,
         ray_address=ray_address,
+        registry=registry,
     )  # fmt: skip
     _, summary = play_suite(
         request, quiet=quiet, dry_run=dry_run, confirm_above=confirm_above, yes=yes
@@ -233,6 +243,7 @@ def run_request(
     models_file: Path | None = None,
     extra: dict[str, dict[str, Any]] | None = None,
     command: str = "run",
+    registry: str | None = None,
 ) -> RunRequest:
     """The request of ``run`` (or ``rollout``) from its parsed options: one-line errors
     for a bad sandbox, backend or executor before anything else."""
@@ -267,6 +278,7 @@ def run_request(
         ray_address=ray_address,
         extra=extra or {},
         command=command,
+        registry=registry,
     )
 
 

@@ -7,6 +7,8 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
+from gem_eval.cli.options import DEFAULT_REGISTRY, Registry
+
 if TYPE_CHECKING:
     from gem_eval.suites import Suite
 
@@ -52,18 +54,24 @@ def list_command(dirs: DirsOption = None) -> None:
 
 @suites_app.command("show")
 def show_command(
-    suite: Annotated[str, typer.Argument(help="A suite name (smoke) or path.")],
+    suite: Annotated[
+        str, typer.Argument(help="A suite name (smoke) or path, or a dataset NAME@VERSION.")
+    ],
     dirs: DirsOption = None,
+    registry: Registry = DEFAULT_REGISTRY,
 ) -> None:
     """Show a suite's defaults, tasks and episode count."""
     from gem_eval.suites import load_suite
 
-    _render(load_suite(suite, search_dirs=dirs))
+    _render(load_suite(suite, search_dirs=dirs, registry=registry))
 
 
 @suites_app.command("validate")
 def validate_command(
-    paths: Annotated[list[str], typer.Argument(help="Suite files (or names) to check.")],
+    paths: Annotated[
+        list[str], typer.Argument(help="Suite files (or names, or datasets NAME@VERSION).")
+    ],
+    registry: Registry = DEFAULT_REGISTRY,
 ) -> None:
     """Check suite files as a run would play them, building every task's envs (no
     sandbox, image or model is started); print "ok: N tasks, M episodes", or every
@@ -75,7 +83,7 @@ def validate_command(
 
     failed = False
     for path in paths:
-        suite, problems = check_file(path)
+        suite, problems = check_file(path, registry=registry)
         for problem in problems:
             typer.echo(f"error: {problem}", err=True)
         if problems or suite is None:
@@ -104,7 +112,7 @@ def _render(suite: Suite) -> None:
     from rich.markup import escape
     from rich.table import Table
 
-    from gem_eval.cli.render import add_id_column, console, print_whole
+    from gem_eval.cli.render import add_id_column, console, dataset_line, print_whole
 
     head = Table.grid(padding=(0, 2))
     head.add_row("[bold]suite[/]", escape(suite.name))
@@ -112,6 +120,8 @@ def _render(suite: Suite) -> None:
         head.add_row("[bold]path[/]", escape(_shown(suite.path)))
     if suite.description:
         head.add_row("[bold]description[/]", escape(suite.description))
+    for pin in suite.datasets:
+        head.add_row("[bold]dataset[/]", escape(dataset_line(pin)))
     head.add_row("[bold]hash[/]", suite.hash[:16])
     head.add_row("[bold]episodes[/]", f"{suite.episode_count()} per model")
     if suite.defaults:

@@ -8,11 +8,13 @@ from typing import Annotated, Any
 import typer
 
 from gem_eval.cli.options import (
+    DEFAULT_REGISTRY,
     DEFAULT_RESULTS_DIR,
     Categories,
     ExecutorName,
     ImageMap,
     RayAddress,
+    Registry,
     ResultsDir,
     SampleIds,
     TaskGlobs,
@@ -25,7 +27,10 @@ tasks_app = typer.Typer(help="Check a suite's tasks.", no_args_is_help=True)
 
 @tasks_app.command("check")
 def check(
-    suite: Annotated[str, typer.Argument(help="A suite name (suites/NAME.yaml) or path.")],
+    suite: Annotated[
+        str,
+        typer.Argument(help="A suite name (suites/NAME.yaml) or path, or a dataset NAME@VERSION."),
+    ],
     image_map: ImageMap = None,
     concurrency: Annotated[int, typer.Option(min=1, help="Episodes in flight.")] = 4,
     limit: Annotated[int | None, typer.Option(help="Samples per task.")] = None,
@@ -39,6 +44,7 @@ def check(
     ] = False,
     executor: ExecutorName = "local",
     ray_address: RayAddress = None,
+    registry: Registry = DEFAULT_REGISTRY,
 ) -> None:
     """Play every task with its reference (--model oracle: a solution script, a game's
     oracle move, a gold answer) and with an agent that does nothing (--model noop). A
@@ -54,6 +60,7 @@ def check(
     from gem_eval.runner.health import check_tasks
     from gem_eval.runner.session import RunOptions
     from gem_eval.sandbox.image_map import parse_image_map
+    from gem_eval.suites import load_suite
 
     on_ray = check_executor(executor, ray_address)
     options = RunOptions(
@@ -77,7 +84,7 @@ def check(
     try:
         run_id, health = asyncio.run(
             check_tasks(
-                suite,
+                load_suite(suite, registry=registry),
                 results_dir,
                 options,
                 sinks=[progress],

@@ -20,6 +20,7 @@ from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from gem_eval.models.base import Model
 from gem_eval.records import EpisodeRecord, ModelSpec
@@ -30,6 +31,9 @@ from gem_eval.runner.session import (
     execute_run,
     plan_run,
 )
+
+if TYPE_CHECKING:
+    from gem_eval.suites import Suite
 
 AGENTS = ("oracle", "noop")
 
@@ -58,7 +62,7 @@ class TaskHealth:
 
 
 async def check_tasks(
-    suite: str,
+    suite: str | Suite,
     results_dir: Path,
     options: RunOptions,
     sinks: Sequence[Callable[[EpisodeRecord], None]] = (),

@@ -103,6 +103,7 @@ def plan_run(
         preflight: Checks the models that will play (none when nothing is left to play).
         extra: A new run's command settings, kept in ``manifest.extra`` (``rollout``).
     """
+    from gem_eval.registry.fetch import recorded_registry
     from gem_eval.store import RunDir
     from gem_eval.suites import load_suite
 
@@ -121,7 +122,8 @@ def plan_run(
                 f"run {manifest.run_id} played suite {manifest.suite!r}: drop --suite "
                 "or start a new run"
             )
-        suite = load_suite(manifest.suite_path or manifest.suite)
+        registry = recorded_registry(manifest.extra)  # the one its datasets came from
+        suite = load_suite(manifest.suite_path or manifest.suite, registry=registry)
         stored = manifest.extra["options"]
         digest = suite.digest(seed=stored.get("seed"), overrides=stored.get("overrides"))
         models, merged, session = resume_rules.apply(
@@ -162,7 +164,11 @@ def plan_run(
             host=platform.node(),
             started_at=time.time(),
             max_cost_usd=options.max_cost_usd,
-            extra={"options": asdict(options), **(extra or {})},
+            extra={
+                "options": asdict(options),
+                **({"datasets": suite.datasets} if suite.datasets else {}),
+                **(extra or {}),
+            },
         )
         run_dir = RunDir(Path(results_dir) / manifest.run_id)
     manifest.episodes_planned = len(specs)
@@ -241,12 +247,12 @@ def _check(suite: Suite, options: RunOptions) -> None:
         raise UserError(str(problems[0]) + (more if len(problems) > 1 else ""))
 
 
-def _suite(suite_ref: str | Suite | None) -> Suite:
+def _suite(suite_ref: str | Suite | None, registry: str | None = None) -> Suite:
     from gem_eval.suites import Suite, load_suite
 
     if suite_ref is None:
         raise UserError("give --suite (or --resume RUN_ID)")
-    return suite_ref if isinstance(suite_ref, Suite) else load_suite(suite_ref)
+    return suite_ref if isinstance(suite_ref, Suite) else load_suite(suite_ref, registry=registry)
 
 
 def plan_request(request: RunRequest, *, preflight: Preflight | None = None) -> PlannedRun:
@@ -283,7 +289,7 @@ def preview_request(request: RunRequest) -> Preview:
 def _request_models(request: RunRequest) -> tuple[Suite, list[ModelSpec]]:
     from gem_eval.suites.models import load_models_file
 
-    suite = _suite(request.suite)
+    suite = _suite(request.suite, request.registry)
     listed = load_models_file(request.models_file) if request.models_file else suite.models
     return suite, request.model_specs(listed)
 

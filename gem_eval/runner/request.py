@@ -60,6 +60,8 @@ class RunRequest:
         extra: Settings of the command kept in ``manifest.extra`` (``rollout``'s gamma
             and estimator): a resume uses the stored ones; another value needs ``force``.
         command: The command the hints name (``run``, ``rollout``).
+        registry: Where a ``suite`` named ``NAME@VERSION`` is looked up (a new run; a
+            resumed one reads the registry its manifest names).
     """
 
     suite: str | None = None
@@ -75,6 +77,7 @@ class RunRequest:
     ray_address: str | None = None
     extra: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
     command: str = "run"
+    registry: str | None = None
 
     def __post_init__(self) -> None:
         if self.force and self.resume is None:

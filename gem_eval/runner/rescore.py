@@ -215,12 +215,13 @@ def _specs(
     """The episodes to replay, as the run planned them (a dataset task's row comes from
     the suite, reloaded), each with the task as the run's manifest holds it; an episode
     the suite no longer has is kept as recorded."""
+    from gem_eval.registry.fetch import recorded_registry
     from gem_eval.suites import load_suite
 
     options: dict[str, Any] = old.extra.get("options", {})
     ref = old.suite_path if old.suite_path and Path(old.suite_path).exists() else old.suite
     try:
-        suite = load_suite(ref)
+        suite = load_suite(ref, registry=recorded_registry(old.extra))
     except UserError as exc:
         raise UserError(f"run {old.run_id} cannot be re-scored: its suite: {exc}") from None
     planned = {

@@ -67,17 +67,21 @@ def check_suite(
 
 
 def check_file(
-    path_or_name: str | Path, *, search_dirs: Sequence[str | Path] | None = None
+    path_or_name: str | Path,
+    *,
+    search_dirs: Sequence[str | Path] | None = None,
+    registry: str | None = None,
 ) -> tuple[Suite | None, list[Problem]]:
     """Every problem of a suite file: the loader's, then :func:`check_suite`'s on the
-    tasks that resolved; in the order of the file.
+    tasks that resolved; in the order of the file. ``registry``: where ``NAME@VERSION``
+    datasets are looked up (see :func:`~gem_eval.suites.loader.load_suite`).
 
     Returns:
         The suite (``None`` when it cannot be loaded at all) and its problems.
     """
     from gem_eval.suites.loader import collect_suite
 
-    suite, problems = collect_suite(path_or_name, search_dirs=search_dirs)
+    suite, problems = collect_suite(path_or_name, search_dirs=search_dirs, registry=registry)
     if suite is not None:
         problems = problems + check_suite(suite)
     return suite, sorted(problems, key=lambda p: (p.path or "", p.line or 0))

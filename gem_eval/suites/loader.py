@@ -29,6 +29,7 @@ from gem_eval.bundled import bundled_root
 from gem_eval.datasets import Dataset, DatasetError, Row, dataset_format, load_rows
 from gem_eval.errors import (
     RegistrationError,
+    RegistryError,
     TaskFormatError,
     UnknownEnvError,
     UserError,
@@ -37,8 +38,11 @@ from gem_eval.errors import (
 )
 from gem_eval.records import TaskSpec
 from gem_eval.registration import accepted_kwargs, spec
+from gem_eval.registry.fetch import FetchedDataset, fetch_dataset
+from gem_eval.registry.index import DatasetRef
 from gem_eval.suites.models import model_specs
 from gem_eval.suites.problems import Problem, Problems, validated
+from gem_eval.suites.registered import dataset_path, dataset_suite, family_doc
 from gem_eval.suites.schema import (
     Loc,
     SuiteError,
@@ -113,24 +117,34 @@ def find_suite(path_or_name: str | Path, search_dirs: Sequence[str | Path] | Non
 
 
 def load_suite(
-    path_or_name: str | Path, *, search_dirs: Sequence[str | Path] | None = None
+    path_or_name: str | Path,
+    *,
+    search_dirs: Sequence[str | Path] | None = None,
+    registry: str | None = None,
 ) -> Suite:
     """Load, validate and resolve a suite file (or a lone task file, as a one-task suite).
 
     Args:
-        path_or_name: A path, or a name looked up in :func:`suite_dirs`.
+        path_or_name: A path, or a name looked up in :func:`suite_dirs`; else a registry
+            dataset's ``NAME@VERSION`` (see :mod:`gem_eval.suites.registered`).
         search_dirs: Extra directories searched first for a name.
+        registry: Where ``NAME@VERSION`` datasets are looked up (default:
+            ``$GEM_EVAL_REGISTRY``, else Harbor's registry).
 
     Raises:
         SuiteError: Anything wrong with the suite, its task files or datasets; one line.
+        RegistryError: A registry dataset that cannot be looked up or fetched; one line.
     """
-    suite = _load(path_or_name, search_dirs, Problems())
+    suite = _load(path_or_name, search_dirs, Problems(), registry)
     assert suite is not None  # not collecting: the first problem was raised
     return suite
 
 
 def collect_suite(
-    path_or_name: str | Path, *, search_dirs: Sequence[str | Path] | None = None
+    path_or_name: str | Path,
+    *,
+    search_dirs: Sequence[str | Path] | None = None,
+    registry: str | None = None,
 ) -> tuple[Suite | None, list[Problem]]:
     """:func:`load_suite`, reporting every problem of the file rather than the first.
 
@@ -141,7 +155,7 @@ def collect_suite(
     """
     problems = Problems(collect=True)
     try:
-        suite = _load(path_or_name, search_dirs, problems)
+        suite = _load(path_or_name, search_dirs, problems, registry)
     except UserError as exc:  # the file cannot be found or read: nothing else to check
         problems.items.append(Problem.of(exc))
         suite = None
@@ -149,16 +163,30 @@ def collect_suite(
 
 
 def _load(
-    path_or_name: str | Path, search_dirs: Sequence[str | Path] | None, problems: Problems
+    path_or_name: str | Path,
+    search_dirs: Sequence[str | Path] | None,
+    problems: Problems,
+    registry: str | None = None,
 ) -> Suite | None:
-    doc = read_yaml(find_suite(path_or_name, search_dirs))
+    try:
+        path = find_suite(path_or_name, search_dirs)
+    except SuiteError:
+        if DatasetRef.parse(str(path_or_name)) is None:
+            raise
+        fetched = fetch_dataset(str(path_or_name), registry)  # no suite file: a dataset
+        suite = _load_doc(family_doc(fetched), problems, registry)
+        return None if suite is None else dataset_suite(suite, fetched)
+    return _load_doc(read_yaml(path), problems, registry)
+
+
+def _load_doc(doc: YamlDoc, problems: Problems, registry: str | None) -> Suite | None:
     data = doc.data
     if isinstance(data, dict) and "tasks" not in data and ("env" in data or "dataset" in data):
         lone_file, _ = validated(doc, TaskFile, problems)
         if lone_file is None:
             return None
         values = lone_file.model_dump(exclude_unset=True)
-        lone = _resolve_item(doc, (), [], values, problems, stem=doc.path.stem)
+        lone = _resolve_item(doc, (), [], values, problems, stem=doc.path.stem, registry=registry)
         return Suite(name=doc.path.stem, tasks=lone, path=doc.path)
     if not isinstance(data, dict):
         raise doc.error((), "a suite file is a mapping with a `tasks:` list")
@@ -172,7 +200,7 @@ def _load(
     for index, item in zip(indices, suite.tasks):
         loc: Loc = ("tasks", index)
         values = item.model_dump(exclude_unset=True)
-        for task in _resolve_item(doc, loc, base, values, problems):
+        for task in _resolve_item(doc, loc, base, values, problems, registry=registry):
             if task.spec.id in seen:
                 where = "id" if "id" in values else "file" if "file" in values else "env"
                 first = seen[task.spec.id]
@@ -210,10 +238,11 @@ def _resolve_item(
     values: dict[str, Any],
     problems: Problems,
     stem: str | None = None,
+    registry: str | None = None,
 ) -> list[SuiteTask]:
     """:func:`_resolve`, its problem added to ``problems`` (no task when there is one)."""
     try:
-        return _resolve(doc, loc, base, values, problems, stem)
+        return _resolve(doc, loc, base, values, problems, stem, registry)
     except UserError as exc:  # a SuiteError, or a missing optional package
         problems.add(exc)
         return []
@@ -226,9 +255,11 @@ def _resolve(
     values: dict[str, Any],
     problems: Problems,
     stem: str | None = None,
+    registry: str | None = None,
 ) -> list[SuiteTask]:
     """One task item: its file, env id, args, dataset and id, merged over ``base``;
-    several tasks when the env expands its args (a directory of terminal tasks).
+    several tasks when the env expands its args (a directory of terminal tasks, or a
+    registry dataset's ``NAME@VERSION`` looked up in ``registry``).
 
     ``stem`` names the task when nothing else does (a lone task file's stem). Mistakes
     in its task file's keys go to ``problems`` (all of them, when collecting).
@@ -271,8 +302,12 @@ def _resolve(
         return []
     expand = getattr(factory, "expand", None)
     expanded = None
+    fetched = None
     if expand is not None:
         args = _absolute_paths(args, [_origin(layers, "args")[0].path.parent, bundled_root()], True)
+        fetched = _fetched(args, layers, registry)
+        if fetched is not None:
+            args = {**args, "path": str(fetched.root)}
         expanded = _expanded(expand, args, layers)
     if accepted is not None and "dataset" not in merged and expanded is None:
         _check_env_builds(env_spec.id, args, layers)
@@ -306,6 +341,7 @@ def _resolve(
         rows=rows,
         source=f"{doc.shown}:{doc.lines.get(loc, 1)}",
         origins=_origins(layers, merged),
+        dataset=None if fetched is None else fetched.pin(),
     )
     if expanded is None:
         return [task]
@@ -336,6 +372,17 @@ def _origins(layers: Sequence[_Layer], merged: dict[str, Any]) -> dict[str, Orig
         doc, loc = _origin(layers, *key)
         out[".".join(key)] = Origin(doc.shown, doc.line(loc), format_loc(loc))
     return out
+
+
+def _fetched(
+    args: dict[str, Any], layers: Sequence[_Layer], registry: str | None
+) -> FetchedDataset | None:
+    """The registry dataset ``args.path`` names, fetched (``None``: it names none)."""
+    try:
+        return dataset_path(args.get("path"), registry)
+    except RegistryError as exc:
+        doc, loc = _origin(layers, "args", "path")
+        raise doc.error(loc, str(exc)) from None
 
 
 def _expanded(expand: Any, args: dict[str, Any], layers: Sequence[_Layer]) -> list[Any] | None:

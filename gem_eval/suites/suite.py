@@ -69,6 +69,8 @@ class SuiteTask:
         source: ``file:line`` of the task item, for messages.
         origins: Where its ``env``, ``args``, ``dataset`` and ``generation`` (and each
             of their keys: ``"args.size"``, ``"dataset.fields.question"``) were written.
+        dataset: The registry dataset it comes from, pinned (name, version, registry,
+            each repository's URL and commit: :meth:`FetchedDataset.pin`), if any.
     """
 
     spec: TaskSpec
@@ -77,6 +79,7 @@ class SuiteTask:
     rows: list[Row] | None = None
     source: str = ""
     origins: dict[str, Origin] = field(default_factory=dict)
+    dataset: dict[str, Any] | None = None
 
     def origin(self, *key: str) -> Origin | None:
         """Where ``key`` (e.g. ``"args", "size"``) was written, else its nearest
@@ -102,6 +105,16 @@ class Suite:
     """``cache: true``: its runs use the response cache (as ``--cache``)."""
     models: list[ModelSpec] = field(default_factory=list)
     """``models:``: what a run plays when no ``--model`` is given."""
+
+    @property
+    def datasets(self) -> list[dict[str, Any]]:
+        """The registry datasets its tasks come from (each task's ``dataset``), once each;
+        a run's manifest keeps them (``extra.datasets``)."""
+        out: list[dict[str, Any]] = []
+        for task in self.tasks:
+            if task.dataset is not None and task.dataset not in out:
+                out.append(task.dataset)
+        return out
 
     def task_specs(
         self, overrides: dict[str, Any] | None = None, select: Selection | None = None
