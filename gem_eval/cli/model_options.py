@@ -22,6 +22,8 @@ if TYPE_CHECKING:
 ORDER_KEY = "gem_eval.option_order"
 
 MODEL_OPTION = "model"
+ARGS_OPTION = "model_arg"
+"""``-M key=value``: a generation setting of the ``--model`` before it (``args``)."""
 PER_MODEL_OPTIONS = {
     "model_base_url": ("base_url", "--model-base-url"),
     "api_key_env": ("api_key_env", "--api-key-env"),
@@ -61,6 +63,18 @@ ModelBackends = Annotated[
 ]
 
 
+ModelArgsEach = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--model-arg",
+        "-M",
+        metavar="KEY=VALUE",
+        help="Generation setting (temperature=0.7). After a --model: that model's; before "
+        "the first --model: every model's. Repeatable.",
+    ),
+]
+
+
 class OrderedCommand(TyperCommand):
     """A Typer command that also keeps the order in which ``--model`` and the per-model
     options were given (``ctx.meta[ORDER_KEY]``: ``(parameter name, value)`` pairs)."""
@@ -75,7 +89,7 @@ class OrderedCommand(TyperCommand):
         seen: list[tuple[str, Any]] = []
         for param in order:
             name = param.name or ""
-            if name != MODEL_OPTION and name not in PER_MODEL_OPTIONS:
+            if name not in (MODEL_OPTION, ARGS_OPTION) and name not in PER_MODEL_OPTIONS:
                 continue
             values = opts.get(name)
             index = taken.get(name, 0)
@@ -91,15 +105,19 @@ def model_choices(
 ) -> tuple[dict[str, Any], list[ModelChoice]]:
     """The settings for every model, and each ``--model`` with its own settings.
 
+    Connection options and ``-M key=value`` (``args``) given after a ``--model`` are that
+    model's; given before the first ``--model``, every model's (a model's own win).
+
     Args:
         order: ``(parameter name, value)`` in the order given (:class:`OrderedCommand`).
         warn: Hears a setting given only after the last of several models (which reads
             like one for all of them, as it did before settings belonged to a model).
 
     Raises:
-        UserError: One option given twice for one model (or twice before the first
-            ``--model``): which value was meant cannot be told.
+        UserError: One option (or one ``-M`` key) given twice for one model, or twice
+            before the first ``--model``: which value was meant cannot be told.
     """
+    from gem_eval.cli.options import parse_key_values
     from gem_eval.runner.request import ModelChoice
 
     shared: dict[str, Any] = {}
@@ -108,15 +126,19 @@ def model_choices(
         if name == MODEL_OPTION:
             choices.append((value, {}))
             continue
-        field, flag = PER_MODEL_OPTIONS[name]
         target = choices[-1][1] if choices else shared
+        whose = f"model {choices[-1][0]}" if choices else "every model (before the first --model)"
+        if name == ARGS_OPTION:
+            args = target.setdefault("args", {})
+            for key, setting in parse_key_values([value], "-M").items():
+                if key in args:
+                    raise UserError(f"-M {key} given twice for {whose}: {_twice}")
+                args[key] = setting
+            continue
+        field, flag = PER_MODEL_OPTIONS[name]
         if field in target:
-            whose = (
-                f"model {choices[-1][0]!r}" if choices else "every model (before the first --model)"
-            )
             raise UserError(
-                f"{flag} given twice for {whose} ({target[field]} and {value}): give each "
-                "model's after its --model, or one before the first --model for all"
+                f"{flag} given twice for {whose} ({target[field]} and {value}): {_twice}"
             )
         target[field] = value
     names = [name for name, _ in choices]
@@ -124,15 +146,29 @@ def model_choices(
     if twice:
         raise UserError(f"--model {twice[0]} given twice: name each model once")
     if warn is not None and len(choices) > 1:
-        last, own = choices[-1]
-        for field, flag in PER_MODEL_OPTIONS.values():
-            alone = field in own and field not in shared
-            if alone and not any(field in settings for _, settings in choices[:-1]):
-                warn(
-                    f"{flag} {own[field]} is model {last!r}'s only (given after its --model); "
-                    "give it before the first --model for every model"
-                )
+        _warn_last_only(choices, shared, warn)
     return shared, [ModelChoice(name, settings) for name, settings in choices]
+
+
+_twice = "give each model's after its --model, or one before the first --model for all"
+
+
+def _warn_last_only(
+    choices: list[tuple[str, dict[str, Any]]],
+    shared: dict[str, Any],
+    warn: Callable[[str], None],
+) -> None:
+    """Warn of each setting only the last of several models has, given after it."""
+    last, own = choices[-1]
+    others = [settings for _, settings in choices[:-1]]
+    for field, flag in [*PER_MODEL_OPTIONS.values(), ("args", "-M")]:
+        if field in own and field not in shared and not any(field in o for o in others):
+            value = own[field]
+            shown = " ".join(f"{k}={v}" for k, v in value.items()) if field == "args" else value
+            warn(
+                f"{flag} {shown} applies to model {last} only (given after its --model); "
+                "give it before the first --model for every model"
+            )
 
 
 def ordered_options(ctx: typer.Context) -> list[tuple[str, Any]]:

@@ -25,6 +25,7 @@ from gem_eval.cli.options import (
     ResultsDir,
     SampleIds,
     TaskGlobs,
+    parse_key_values,
     selection_options,
 )
 from gem_eval.errors import UserError
@@ -144,7 +145,7 @@ def rollout(
         suite=suite,
         models=[ModelChoice(model)] if model else [],
         shared={"base_url": model_base_url, "backend": model_backend, "api_key_env": api_key_env},
-        model_arg=args if (model_arg or resume is None) else None,
+        model_args=parse_key_values(args, "-M") if (model_arg or resume is None) else None,
         options={
             "limit": limit, "epochs": epochs, "seed": seed, "overrides": overrides,
             "concurrency": concurrency, **selection_options(task, sample, category),
@@ -209,5 +210,11 @@ def _suite_for(
     out.mkdir(parents=True, exist_ok=True)
     path = out / SUITE_FILE
     task = {"id": target, "env": target, "samples": episodes or samples or 1, "gamma": gamma}
-    path.write_text(yaml.safe_dump({"name": f"rollout-{target}", "tasks": [task]}))
+    text = yaml.safe_dump({"name": f"rollout-{target}", "tasks": [task]})
+    if path.exists() and path.read_text() != text:  # an earlier rollout's: its runs read it
+        raise UserError(
+            f"--out {out} holds another rollout's suite ({path}), which its run resumes "
+            "from: give another --out (or --resume that rollout)"
+        )
+    path.write_text(text)
     return str(path.resolve()), None

@@ -10,6 +10,7 @@ import typer
 
 from gem_eval.cli.model_options import (
     ApiKeyEnvs,
+    ModelArgsEach,
     ModelBackends,
     ModelBaseUrls,
     model_choices,
@@ -21,14 +22,12 @@ from gem_eval.cli.options import (
     Categories,
     ExecutorName,
     ImageMap,
-    ModelArgs,
     RayAddress,
     Registry,
     ResultsDir,
     SampleIds,
     TaskGlobs,
     check_executor,
-    parse_key_values,
     selection_options,
 )
 from gem_eval.errors import UserError
@@ -124,7 +123,7 @@ def run(
     yes: Annotated[
         bool, typer.Option("--yes", "-y", help="Run even above --confirm-above.")
     ] = False,
-    model_arg: ModelArgs = None,
+    model_arg: ModelArgsEach = None,  # read in the order given, with the models
     model_base_url: ModelBaseUrls = None,
     model_backend: ModelBackends = None,
     api_key_env: ApiKeyEnvs = None,
@@ -199,12 +198,13 @@ def run(
 
     shared, choices = model_choices(ordered_options(ctx), warn=_warn)
     overrides = {"limits": {"max_turns": max_turns}} if max_turns is not None else None
+    shared_args = shared.pop("args", None)
     request = run_request(
         suite=suite,
         models=choices,
         shared={**shared, "timeout_s": timeout, "max_retries": max_retries,
                 "max_connections": max_connections},
-        model_arg=model_arg,
+        model_args=shared_args,
         models_file=models_file,
         options={
             "limit": limit, "epochs": epochs, "seed": seed, "overrides": overrides,
@@ -233,7 +233,7 @@ def run_request(
     suite: str | None,
     models: list[Any],
     shared: dict[str, Any],
-    model_arg: list[str] | None,
+    model_args: dict[str, Any] | None,
     options: dict[str, Any],
     resume: str | None,
     force: bool,
@@ -259,11 +259,10 @@ def run_request(
         backend = settings.get("backend")
         if backend is not None and backend not in BACKENDS:
             raise UserError(f"unknown model backend {backend!r}: choose {' or '.join(BACKENDS)}")
-    model_args = parse_key_values(model_arg, "--model-arg") if model_arg else None
-    if model_args is not None:
-        from gem_eval.models.generation import ensure_generation
+    from gem_eval.models.generation import ensure_generation
 
-        ensure_generation(model_args, "-M")
+    for args in [model_args or {}, *(m.settings.get("args", {}) for m in models)]:
+        ensure_generation(args, "-M")
     return RunRequest(
         suite=suite,
         models=tuple(models),
@@ -319,12 +318,14 @@ def play_suite(
             f"run {run_id}: nothing to play ({sum(plan.done.values())} episodes done, "
             f"{idle.status})",
             markup=False,
+            soft_wrap=True,
         )
         if idle.given_up_before:
             render.console.print(
                 f"to play the given-up episodes again: gem-eval {command} --resume {run_id} "
                 "--max-attempts MORE",
                 markup=False,
+                soft_wrap=True,
             )
         return run_id, idle
     live = not quiet and sys.stderr.isatty()
@@ -362,14 +363,18 @@ def play_suite(
     except (KeyboardInterrupt, asyncio.CancelledError):  # Ctrl-C, or SIGTERM before the runner
         progress.stop()
         if plan.run_dir.manifest_path.is_file():
-            render.console.print(f"interrupted: resume with gem-eval {command} --resume {run_id}")
+            render.console.print(
+                f"interrupted: resume with gem-eval {command} --resume {run_id}", soft_wrap=True
+            )
         else:
             render.console.print("interrupted before the first episode: nothing was recorded")
         raise typer.Exit(130) from None
     progress.stop()
     render.run_summary(results_dir, run_id, summary)
     if summary.status == "interrupted":
-        render.console.print(f"interrupted: resume with gem-eval {command} --resume {run_id}")
+        render.console.print(
+            f"interrupted: resume with gem-eval {command} --resume {run_id}", soft_wrap=True
+        )
     elif summary.failure() is not None:
         print(f"error: {summary.failure()}", file=sys.stderr)
     elif summary.status == "budget_exhausted":
@@ -380,18 +385,22 @@ def play_suite(
             f"{len(plan.todo) - recorded} episodes not played: gem-eval {command} --resume "
             f"{run_id} --max-cost MORE plays them",
             markup=False,
+            soft_wrap=True,
         )
     elif summary.exit_code == 3:
         replayed = (
             sum(n for o, n in summary.outcomes.items() if not OUTCOMES[o].scored) - summary.gave_up
         )
         if replayed > 0:
-            render.console.print(f"to play them again: gem-eval {command} --resume {run_id}")
+            render.console.print(
+                f"to play them again: gem-eval {command} --resume {run_id}", soft_wrap=True
+            )
         else:
             render.console.print(
                 f"to play the given-up episodes again: gem-eval {command} --resume {run_id} "
                 "--max-attempts MORE",
                 markup=False,
+                soft_wrap=True,
             )
     return run_id, summary
 
@@ -407,6 +416,9 @@ def _warn(line: str) -> None:
 def _model_lines(models: list[Any]) -> list[str]:
     """One line per model reached at its own server, when the models' servers differ (so
     that two checkpoints on two servers are seen to go each to its own)."""
+    from gem_eval.models.reference import REFERENCE_MODELS
+
+    models = [m for m in models if m.name not in REFERENCE_MODELS]  # they call nothing
     places = {(m.base_url, m.backend, m.api_key_env) for m in models}
     if len(models) < 2 or len(places) < 2:
         return []

@@ -21,8 +21,9 @@ TIMEOUT_S = 10.0
 _REFUSED = (401, 403)
 
 
-async def check_server(name: str, base_url: str, api_key: str | None) -> None:
-    """Raise when the server at ``base_url`` cannot be reached or refuses ``api_key``.
+async def check_server(name: str, base_url: str, api_key: str | None) -> list[str] | None:
+    """Raise when the server at ``base_url`` cannot be reached or refuses ``api_key``;
+    the model ids it says it serves (``None``: it did not say).
 
     Anything else (a slow answer, a server without ``/models``, a 5xx) passes: the
     calls themselves will say, with retries.
@@ -31,9 +32,9 @@ async def check_server(name: str, base_url: str, api_key: str | None) -> None:
         ModelConfigError: Connection refused, unknown host, a URL that is not HTTP, or
             401/403.
     """
-    problem = await asyncio.to_thread(_probe, base_url, api_key)
+    problem, served = await asyncio.to_thread(_probe, base_url, api_key)
     if problem is None:
-        return
+        return served
     if problem in _REFUSED:
         raise ModelConfigError(
             f"model {name!r}: the server at {base_url} refused the API key "
@@ -44,29 +45,36 @@ async def check_server(name: str, base_url: str, api_key: str | None) -> None:
     )
 
 
-def _probe(base_url: str, api_key: str | None) -> int | str | None:
-    """The refusing status, the reason the server cannot be reached, or ``None``."""
+def _probe(base_url: str, api_key: str | None) -> tuple[int | str | None, list[str] | None]:
+    """The refusing status or the reason the server cannot be reached (``None``: none),
+    and the model ids its ``/models`` lists (``None``: no readable list)."""
+    import json
     import socket
     import urllib.error
     import urllib.request
 
     url = base_url.rstrip("/") + "/models"
     if not url.startswith(("http://", "https://")):
-        return f"{base_url!r} is not an http(s) URL"
+        return f"{base_url!r} is not an http(s) URL", None
     headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
     request = urllib.request.Request(url, headers=headers)
     try:  # proxies from the environment (and no_proxy), as the model clients take them
-        with urllib.request.urlopen(request, timeout=TIMEOUT_S):
-            return None
+        with urllib.request.urlopen(request, timeout=TIMEOUT_S) as response:
+            body = response.read(1_000_000)
     except urllib.error.HTTPError as exc:
-        return exc.code if exc.code in _REFUSED else None
+        return (exc.code if exc.code in _REFUSED else None), None
     except urllib.error.URLError as exc:
         reason = exc.reason
         if isinstance(reason, TimeoutError | socket.timeout):
-            return None  # slow: not a verdict on the configuration
-        return " ".join(str(reason).split()) or type(reason).__name__
+            return None, None  # slow: not a verdict on the configuration
+        return " ".join(str(reason).split()) or type(reason).__name__, None
     except (TimeoutError, OSError):
-        return None
+        return None, None
+    try:
+        data = json.loads(body)
+        return None, [str(m["id"]) for m in data["data"]]
+    except (ValueError, KeyError, TypeError):
+        return None, None
 
 
 PROVIDER_KEYS = {
@@ -132,7 +140,10 @@ async def check_models(specs: Sequence[ModelSpec], *, cache: bool = False) -> li
                 if spec.api_key_env is None:
                     _check_provider_key(spec.name)
             else:
-                await check_server(spec.name, spec.base_url, key)
+                served = await check_server(spec.name, spec.base_url, key)
+                line = _not_served(spec, served)
+                if line is not None:
+                    warnings.append(line)
         except UserError as exc:
             if not cache:
                 raise
@@ -140,6 +151,22 @@ async def check_models(specs: Sequence[ModelSpec], *, cache: bool = False) -> li
                 f"{exc}; going on with the response cache (a reply it lacks fails its episode)"
             )
     return warnings
+
+
+def _not_served(spec: ModelSpec, served: list[str] | None) -> str | None:
+    """A warning when the server lists the models it serves and this one is not among
+    them (two checkpoints' URLs swapped). Not an error: some servers (llama.cpp) list a
+    file name and answer to any model name."""
+    if not served:
+        return None
+    asked = spec.name.split("/", 1)[1] if "/" in spec.name else spec.name
+    if asked in served or spec.name in served:
+        return None
+    listed = ", ".join(served[:3]) + (" ..." if len(served) > 3 else "")
+    return (
+        f"model {spec.name!r}: the server at {spec.base_url} lists {listed}, not {asked} "
+        "(a server that serves any name answers anyway; check --model-base-url)"
+    )
 
 
 def _check_local(spec: str) -> None:

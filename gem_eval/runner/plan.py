@@ -287,11 +287,16 @@ def preview_request(request: RunRequest) -> Preview:
 
 
 def _request_models(request: RunRequest) -> tuple[Suite, list[ModelSpec]]:
-    from gem_eval.suites.models import load_models_file
+    """The suite, and the models the request plays: its ``--model`` s, else those of
+    ``--models``, else the suite's ``models:`` (read only when used)."""
+    from gem_eval.suites.models import expand_models, load_models_file
 
     suite = _suite(request.suite, request.registry)
-    listed = load_models_file(request.models_file) if request.models_file else suite.models
-    return suite, request.model_specs(listed)
+    if request.models:
+        return suite, request.model_specs()
+    if request.models_file is not None:
+        return suite, request.model_specs(load_models_file(request.models_file))
+    return suite, request.model_specs(expand_models(suite.models, suite.path))
 
 
 def resume_request(request: RunRequest) -> ResumeRequest:

@@ -32,7 +32,8 @@ class ModelChoice:
 
     Attributes:
         name: The model string (``openai/gpt-5``, ``hosted_vllm/ckpt-1200`` ...).
-        settings: :data:`CONNECTION_FIELDS` given for this model (``base_url`` ...).
+        settings: :data:`CONNECTION_FIELDS` given for this model (``base_url`` ...), and
+            ``args``: its own ``-M`` generation settings.
     """
 
     name: str
@@ -84,6 +85,8 @@ class RunRequest:
             raise UserError("--force goes with --resume")
         if self.resume is not None and self.models_file is not None:
             raise UserError("--resume plays the run's own models: drop --models")
+        if self.models and self.models_file is not None:
+            raise UserError("give the models with --model or with --models, not both")
 
     def model_specs(self, listed: Sequence[ModelSpec] = ()) -> list[ModelSpec]:
         """A new run's models: each ``--model`` with the shared settings under its own;
@@ -95,10 +98,12 @@ class RunRequest:
         """
         args = dict(self.model_args or {})
         if self.models:
-            return [
-                ModelSpec(name=m.name, args=args, **_given({**self.shared, **m.settings}))
-                for m in self.models
-            ]
+            specs = []
+            for m in self.models:
+                own = {k: v for k, v in m.settings.items() if k != "args"}
+                mine = {**args, **m.settings.get("args", {})}
+                specs.append(ModelSpec(name=m.name, args=mine, **_given({**self.shared, **own})))
+            return specs
         if not listed:
             raise UserError("give at least one --model (or list models in the suite or --models)")
         return [

@@ -64,7 +64,7 @@ class ResumeRequest:
     Attributes:
         connection: ModelSpec fields of :data:`CONNECTION_FLAGS`, for every model.
         per_model: ModelSpec fields of :data:`CONNECTION_FLAGS` for one model each (by
-            name), over ``connection``.
+            name), over ``connection``; ``args``: its own ``-M`` (measured).
         options: RunOptions fields (:data:`CONTROL_FLAGS` and :data:`MEASURED_FLAGS`).
         model_args: ``-M`` generation settings (measured).
         suite: ``--suite`` (measured; must name the run's suite).
@@ -130,6 +130,12 @@ def apply(
     updated = []
     for model in models:
         settings = {**request.connection, **request.per_model.get(model.name, {})}
+        own_args = settings.pop("args", None)
+        if own_args is not None:
+            args = {**(request.model_args or model.args), **own_args}
+            if args != model.args:
+                forced[f"-M ({model.name})"] = own_args
+                model = model.model_copy(update={"args": args})
         update = {k: v for k, v in settings.items() if v is not None and getattr(model, k) != v}
         for key, value in update.items():
             own = key in request.per_model.get(model.name, {})

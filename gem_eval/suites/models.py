@@ -13,8 +13,9 @@ given with ``--models`` (the same list under ``models:``), so CI needs no long c
         base_url: ${CKPT_1400_URL}
         args: {temperature: 0.7}             # its generation settings (-M)
 
-A run uses them when no ``--model`` is given. Connection options on the command line
-(given before any ``--model``) apply over every listed model's own.
+A run uses them when no ``--model`` is given (``${VAR}`` is read then, not when the suite
+is loaded). Connection options on the command line (given before any ``--model``) apply
+over every listed model's own.
 """
 
 from __future__ import annotations
@@ -41,10 +42,11 @@ class ModelsFile(BaseModel):
 
 
 def model_specs(entries: list[str | ModelEntry], doc: YamlDoc, loc: Loc) -> list[ModelSpec]:
-    """The entries at ``loc`` of ``doc`` as model specs, ``${VAR}`` read in base URLs.
+    """The entries at ``loc`` of ``doc`` as model specs, base URLs as written (``${VAR}``
+    is read when the list is used: :func:`expand_models`).
 
     Raises:
-        SuiteError: A name listed twice, an unknown backend, an unset variable.
+        SuiteError: A name listed twice, an unknown backend, bad generation settings.
     """
     from gem_eval.models.factory import BACKENDS
     from gem_eval.models.generation import check_generation
@@ -66,10 +68,27 @@ def model_specs(entries: list[str | ModelEntry], doc: YamlDoc, loc: Loc) -> list
             )
         for line in check_generation(entry.args, "args"):
             raise doc.error((*loc, index, "args"), line)
-        if "base_url" in values:
-            values["base_url"] = _expand(values["base_url"], doc, (*loc, index, "base_url"))
         specs.append(ModelSpec(**values))
     return specs
+
+
+def expand_models(
+    specs: list[ModelSpec], path: Path | None, key: str = "models"
+) -> list[ModelSpec]:
+    """``specs`` with ``${VAR}`` and ``$VAR`` in base URLs read from the environment, when
+    a run is about to use them (a suite's list that this run does not use needs none of
+    its variables; a resumed run keeps the URLs it played with).
+
+    Raises:
+        SuiteError: A variable is not set (``file:line`` of the entry, when known).
+    """
+    out = []
+    for index, spec in enumerate(specs):
+        if spec.base_url and _VARIABLE.search(spec.base_url):
+            where = (key, index, "base_url")
+            spec = spec.model_copy(update={"base_url": _expand(spec.base_url, path, where)})
+        out.append(spec)
+    return out
 
 
 def load_models_file(path: str | Path) -> list[ModelSpec]:
@@ -82,15 +101,18 @@ def load_models_file(path: str | Path) -> list[ModelSpec]:
         raise SuiteError(f"models file {str(path)!r} not found")
     doc = read_yaml(Path(path))
     parsed = doc.validate(ModelsFile)
-    return model_specs(parsed.models, doc, ("models",))
+    return expand_models(model_specs(parsed.models, doc, ("models",)), Path(path))
 
 
-def _expand(value: str, doc: YamlDoc, loc: Loc) -> str:
+def _expand(value: str, path: Path | None, loc: Loc) -> str:
     def variable(match: re.Match[str]) -> str:
         name = match.group(1) or match.group(2)
         found = os.environ.get(name)
         if found is None:
-            raise doc.error(loc, f"${name} is not set in the environment")
+            message = f"${name} is not set in the environment"
+            if path is None:
+                raise SuiteError(f"{'.'.join(map(str, loc))}: {message}")
+            raise read_yaml(path).error(loc, message)
         return found
 
     return _VARIABLE.sub(variable, value)

@@ -52,11 +52,12 @@ def test_two_models_each_reach_their_own_server(
     first = len(one.requests)
     with serve(_guess) as moved:
         rows = records(run)
-        (run / "episodes.jsonl").write_text(  # b's last episode lost: one to play again
-            "".join(json.dumps(r) + "\n" for r in rows if r["key"] != rows[-1]["key"])
+        lost = next(r["key"] for r in rows if r["model"] == "openai/b")
+        (run / "episodes.jsonl").write_text(  # one of b's episodes lost: to play again
+            "".join(json.dumps(r) + "\n" for r in rows if r["key"] != lost)
         )
         again = gem_eval(
-            "run", "--resume", "latest", "-q", "-m", rows[-1]["model"], "--model-base-url",
+            "run", "--resume", "latest", "-q", "-m", "openai/b", "--model-base-url",
             moved.base_url, results=tmp_path,
         )  # fmt: skip
         assert again.returncode == 0, again.stdout + again.stderr
@@ -96,7 +97,7 @@ def test_a_setting_after_the_last_of_several_models_is_that_models_and_said(
         results=tmp_path,
     )  # fmt: skip
     assert result.returncode == 0, result.stdout + result.stderr
-    assert "--model-base-url" in result.stdout and "'openai/b''s only" in result.stdout
+    assert f"--model-base-url {one.base_url} applies to model openai/b only" in result.stdout
     assert _models(one) == {"b"}
 
 
@@ -123,7 +124,18 @@ def test_models_listed_in_a_suite_and_in_a_models_file(
 
     unset = gem_eval("run", "--suite", str(suite), "--limit", "1", results=tmp_path / "r2")
     assert unset.returncode == 2 and "$SECOND_URL is not set" in unset.stderr
-    assert f"{suite}:" in unset.stderr  # file and line
+    line = next(i for i, t in enumerate(suite.read_text().splitlines(), 1) if "SECOND" in t)
+    assert f"{suite}:{line}: models[1].base_url" in unset.stderr  # file and line
+    # A variable is read only when the list is used: not by validate, another --model,
+    # or a resume (which plays the URLs the run played with).
+    assert gem_eval("suites", "validate", str(suite), results=tmp_path).returncode == 0
+    other = gem_eval(
+        "run", "--suite", str(suite), "--limit", "1", "-q", "-m", "openai/e",
+        "--model-base-url", one.base_url, "--model-backend", "openai", results=tmp_path / "r4",
+    )  # fmt: skip
+    assert other.returncode == 0, other.stdout + other.stderr
+    again = gem_eval("run", "--resume", "latest", results=tmp_path / "r")
+    assert again.returncode == 0 and "nothing to play" in again.stdout, again.stderr
 
     listed = tmp_path / "models.yaml"
     listed.write_text(
@@ -136,7 +148,7 @@ def test_models_listed_in_a_suite_and_in_a_models_file(
         results=tmp_path / "r3",
     )  # fmt: skip
     assert result.returncode == 0, result.stdout + result.stderr
-    assert _models(two) == {"b", "c"} and _models(one) == {"a", "d"}
+    assert _models(two) == {"b", "c"} and _models(one) == {"a", "d", "e"}
 
 
 def test_a_finished_run_resumed_stays_finished_and_gates(
@@ -209,3 +221,63 @@ def test_a_rollout_resumed_keeps_its_gamma_and_estimator(tmp_path: Path) -> None
         )  # fmt: skip
         assert forced.returncode == 0, forced.stdout + forced.stderr
         assert json.loads((tmp_path / "B3" / "batch.json").read_text())["gamma"] == 0.9
+
+
+def test_generation_settings_belong_to_a_model_too(
+    two_servers: tuple[FakeOpenAIServer, FakeOpenAIServer], tmp_path: Path
+) -> None:
+    one, two = two_servers
+    result = gem_eval(
+        "run", "--suite", "smoke", "--limit", "1", "-q", "--model-backend", "openai",
+        "-M", "max_tokens=32",
+        "-m", "openai/a", "--model-base-url", one.base_url, "-M", "temperature=0.1",
+        "-m", "openai/b", "--model-base-url", two.base_url, "-M", "temperature=0.9",
+        results=tmp_path,
+    )  # fmt: skip
+    assert result.returncode == 0, result.stdout + result.stderr
+    [run] = run_dirs(tmp_path)
+    manifest = json.loads((run / "manifest.json").read_text())
+    args = {m["name"]: m["args"] for m in manifest["models"]}
+    assert args == {
+        "openai/a": {"max_tokens": 32, "temperature": 0.1},
+        "openai/b": {"max_tokens": 32, "temperature": 0.9},
+    }
+    assert {r.body["temperature"] for r in one.requests} == {0.1}
+    assert {r.body["temperature"] for r in two.requests} == {0.9}
+    twice = gem_eval(
+        "run", "--suite", "smoke", "-m", "openai/a", "-M", "temperature=0.1",
+        "-M", "temperature=0.2", results=tmp_path / "r2",
+    )  # fmt: skip
+    assert twice.returncode == 2 and "-M temperature given twice for model openai/a" in (
+        twice.stderr
+    )
+
+
+def test_a_server_that_lists_other_models_is_named_before_the_run(
+    two_servers: tuple[FakeOpenAIServer, FakeOpenAIServer], tmp_path: Path
+) -> None:
+    one, _ = two_servers  # lists the model "fake"
+    result = gem_eval(
+        "run", "--suite", "smoke", "--limit", "1", "-q", "--model-backend", "openai",
+        "-m", "hosted_vllm/ckpt-1200", "--model-base-url", one.base_url, results=tmp_path,
+    )  # fmt: skip
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "lists fake, not ckpt-1200" in " ".join(result.stdout.split())
+
+
+def test_a_second_rollout_into_the_same_out_is_refused(tmp_path: Path) -> None:
+    with serve(_guess) as server:
+        args = ["--model-base-url", server.base_url, "--model-backend", "openai", "-q"]
+        first = gem_eval(
+            "rollout", "game:GuessTheNumber-v0-easy", "-m", "hosted_vllm/x", *args,
+            "--episodes", "1", "--out", str(tmp_path / "B1"), results=tmp_path / "r",
+        )  # fmt: skip
+        assert first.returncode == 0, first.stdout + first.stderr
+        other = gem_eval(
+            "rollout", "game:Wordle-v0-easy", "-m", "hosted_vllm/x", *args,
+            "--episodes", "1", "--out", str(tmp_path / "B1"), results=tmp_path / "r",
+        )  # fmt: skip
+        assert other.returncode == 2 and "holds another rollout's suite" in other.stderr
+        again = gem_eval("rollout", "--resume", "latest", "--out", str(tmp_path / "B2"),
+                         "-q", results=tmp_path / "r")  # fmt: skip
+        assert again.returncode == 0, again.stdout + again.stderr

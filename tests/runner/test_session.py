@@ -290,6 +290,9 @@ def test_resume_changes_one_models_server_and_keeps_the_others(suite: Path, tmp_
     assert resumed.manifest.sessions[-1]["changed"] == {
         "--model-base-url (openai/b)": "http://127.0.0.1:3/v1"
     }
+    one_args = ResumeRequest(per_model={"openai/b": {"args": {"temperature": 1.0}}})
+    with pytest.raises(UserError, match=r"-M \(openai/b\) would change it"):
+        plan_run(None, [], RunOptions(), results, resume="latest", request=one_args)
     with pytest.raises(UserError, match="'openai/c' is not one of them"):
         plan_run(
             None, [], RunOptions(), results, resume="latest",
