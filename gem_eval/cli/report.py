@@ -67,7 +67,7 @@ def leaderboard(
         list[str] | None,
         typer.Argument(
             help="Run ids (or 'latest'), each its own rows; default: each model's latest "
-            "finished run of each suite, graded by the tasks' own scorers."
+            "finished run of the whole of each suite, graded by the tasks' own scorers."
         ),
     ] = None,
     all_runs: Annotated[
@@ -118,7 +118,7 @@ def leaderboard(
         where = f" of suite {suite!r}" if suite else ""
         scored = f" scored by {scorer!r}" if scorer else ""
         raise UserError(f"no episodes{where}{scored} in {results_dir}")
-    board = summarize(frame, by=GROUPS[by])
+    board = chosen.mark(summarize(frame, by=GROUPS[by]))
     if format is Format.table:
         from gem_eval.cli.render import console, print_whole
 
@@ -170,6 +170,15 @@ def gate(
     max_infra_error_rate: Annotated[
         float, typer.Option(help="Share of unscored episodes above which runs are incomparable.")
     ] = 0.1,
+    allow_subset: Annotated[
+        bool,
+        typer.Option(
+            "--allow-subset",
+            help="Judge the part both runs played when the new run lacks models, tasks or "
+            "samples of the baseline (named in the output); without it, such runs are "
+            "incomparable (exit 3).",
+        ),
+    ] = False,
     results_dir: ResultsDir = DEFAULT_RESULTS_DIR,
 ) -> None:
     """Fail on a significant score drop from a baseline run.
@@ -183,7 +192,9 @@ def gate(
        score is 0 or 1)
     2  bad input: an unknown run, the baseline itself, a bad option
     3  the runs are not comparable: a run not finished, different suite hashes
-       or scorers, no sample scored in both, or too many unscored episodes
+       or scorers, a new run lacking models, tasks or samples of the baseline
+       (unless --allow-subset), no sample scored in both, or too many unscored
+       episodes
     4  the gate itself failed (a bug, an unreadable results index)
     """
     from gem_eval.metrics.compare import EXIT_CRASH, EXIT_INCOMPARABLE
@@ -215,6 +226,7 @@ def gate(
             alpha=alpha,
             max_infra_error_rate=max_infra_error_rate,
             same_suite_hash=base.get("suite_hash") == new.get("suite_hash"),
+            allow_subset=allow_subset,
         )
         typer.echo(
             f"gate {verdict.status.upper()}: {new['run_id']} against baseline {base['run_id']}"
@@ -225,6 +237,9 @@ def gate(
             typer.echo(
                 f"  suite hash: baseline {base.get('suite_hash')}, new {new.get('suite_hash')}"
             )
+        cmp = verdict.comparison
+        if verdict.status == "incomparable" and cmp and cmp.new_lacks_base and not allow_subset:
+            typer.echo("  --allow-subset judges the part both runs played")
     raise typer.Exit(verdict.exit_code)
 
 

@@ -12,6 +12,7 @@ import math
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Literal
 
+from gem_eval.metrics.coverage import Gap, find_gaps
 from gem_eval.metrics.stats import McNemarResult, mcnemar, paired_bootstrap_diff
 from gem_eval.metrics.summary import prepare
 
@@ -28,8 +29,9 @@ EXIT_CRASH = 4
 """Exit codes of ``gem-eval gate``, one per verdict: 0 no significant regression; 1 a
 significant regression; 2 bad input (an unknown run, a bad option: the CLI's user-error
 code); 3 the runs are not comparable (an unfinished run, different suite hashes or scorers,
-no common samples, too many infrastructure errors); 4 the gate itself failed (a bug, an unreadable
-index). A CI job can tell a regression from a broken pipeline."""
+a new run lacking part of the baseline, no common samples, too many infrastructure errors);
+4 the gate itself failed (a bug, an unreadable index). A CI job can tell a regression from
+a broken pipeline."""
 
 
 @dataclass(frozen=True)
@@ -79,6 +81,8 @@ class Comparison:
         per_task: The breakdown by task, in task order.
         only_base: Models of the base run that the new run lacks, when episodes pair on
             the model: they are not compared. ``only_new`` likewise.
+        gaps: Tasks, or samples of a task, that one run played and the other did not
+            (:mod:`gem_eval.metrics.coverage`): they are not compared either.
     """
 
     paired_on: tuple[str, ...]
@@ -97,6 +101,12 @@ class Comparison:
     new: RunCounts
     only_base: tuple[str, ...] = ()
     only_new: tuple[str, ...] = ()
+    gaps: tuple[Gap, ...] = ()
+
+    @property
+    def new_lacks_base(self) -> bool:
+        """The new run lacks a model, a task or samples that the base run played."""
+        return bool(self.only_base) or any(gap.side == "base" for gap in self.gaps)
 
     def unpaired_models(self) -> list[str]:
         """One line per model of one run only, which the comparison leaves out."""
@@ -105,6 +115,11 @@ class Comparison:
             for side, models in (("base", self.only_base), ("new", self.only_new))
             for model in models
         ]
+
+    def unpaired(self) -> list[str]:
+        """One line per model, task, or task's samples of one run only, which the
+        comparison leaves out: the models first."""
+        return [*self.unpaired_models(), *(gap.line() for gap in self.gaps)]
 
 
 @dataclass(frozen=True)
@@ -130,7 +145,8 @@ def compare_runs(
     baseline, whose model names differ), episodes pair on ``(task_id, sample, epoch)``.
     Otherwise they pair on ``(model, task_id, sample, epoch)``, so only models present in
     both runs are compared. A pair needs both episodes scored (infrastructure errors in
-    either run drop the pair). The statistics are per sample: the bootstrap resamples
+    either run drop the pair); tasks and samples that one run played and the other did
+    not are named in ``gaps``. The statistics are per sample: the bootstrap resamples
     samples with all their pairs, and McNemar's test counts samples, not epochs.
 
     Raises:
@@ -198,6 +214,7 @@ def compare_runs(
         new=RunCounts(len(n), int(n["scored"].sum())),
         only_base=only_base,
         only_new=only_new,
+        gaps=tuple(find_gaps(b, n, on)),
     )
 
 
@@ -227,6 +244,7 @@ def gate(
     alpha: float = 0.05,
     max_infra_error_rate: float = 0.1,
     same_suite_hash: bool = True,
+    allow_subset: bool = False,
     n_resamples: int = 2000,
     seed: int = 0,
 ) -> GateVerdict:
@@ -235,8 +253,10 @@ def gate(
     * ``incomparable`` (exit 3) when ``same_suite_hash`` is False (the caller compares the
       runs' suite hashes), when the runs grade a task with different scorers (then
       ``comparison`` is ``None``), when either run's share of unscored episodes (infra_error,
-      env_error, cancelled) exceeds ``max_infra_error_rate``, or when no episode was
-      scored in both runs.
+      env_error, cancelled) exceeds ``max_infra_error_rate``, when no episode was
+      scored in both runs, or, unless ``allow_subset``, when the new run lacks a model,
+      a task or samples that the baseline played: a gate compares like with like, and a
+      run of half the suite would pass over the half it did not play.
     * ``fail`` (exit 1) when the drop beyond ``max_drop`` is significant at ``alpha``:
       the upper bound ``U`` of the two-sided ``1 - 2*alpha`` paired bootstrap interval of
       ``new - base`` (the one-sided ``1 - alpha`` upper confidence bound) is below
@@ -246,8 +266,9 @@ def gate(
       where a bootstrap interval is too narrow.
     * ``pass`` (exit 0) otherwise.
 
-    Models of one run only (when episodes pair on the model) are named after the verdict's
-    reasons: the verdict is on the models both runs played.
+    Models, tasks and samples of one run only are named after the verdict's reasons: the
+    verdict is on the part both runs played (with ``allow_subset``, or when the new run
+    has more than the baseline).
 
     Raises:
         ValueError: ``alpha`` is not in (0, 0.5) or ``max_drop`` not in [0, 1].
@@ -274,10 +295,12 @@ def gate(
             )
     if cmp.n_pairs == 0 and cmp.base.episodes and cmp.new.episodes:
         reasons.append(f"no episode was scored in both runs (paired on {', '.join(cmp.paired_on)})")
-    if reasons:
-        return GateVerdict(
-            "incomparable", EXIT_INCOMPARABLE, [*reasons, *cmp.unpaired_models()], cmp
+    elif cmp.new_lacks_base and not allow_subset:
+        reasons.append(
+            "the new run lacks episodes the baseline played: a gate compares like with like"
         )
+    if reasons:
+        return GateVerdict("incomparable", EXIT_INCOMPARABLE, [*reasons, *cmp.unpaired()], cmp)
 
     summary = (
         f"mean score {cmp.base_mean:.3f} -> {cmp.new_mean:.3f} (diff {cmp.diff:+.3f}, "
@@ -295,6 +318,6 @@ def gate(
         )
     if beyond:
         verdict = f"significant drop beyond {max_drop:g} at alpha {alpha:g}: {summary}"
-        return GateVerdict("fail", EXIT_REGRESSION, [verdict, *cmp.unpaired_models()], cmp)
+        return GateVerdict("fail", EXIT_REGRESSION, [verdict, *cmp.unpaired()], cmp)
     verdict = f"no significant drop beyond {max_drop:g} at alpha {alpha:g}: {summary}"
-    return GateVerdict("pass", EXIT_PASS, [verdict, *cmp.unpaired_models()], cmp)
+    return GateVerdict("pass", EXIT_PASS, [verdict, *cmp.unpaired()], cmp)

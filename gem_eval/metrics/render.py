@@ -31,6 +31,8 @@ _COMPACT_HIDDEN = ("samples", "se", "pass@1", "pass^1")
 _ERRORS = (*ERROR_OUTCOMES, "gave_up")
 _DIGITS = {"turns": 1, "cost_usd": 4}
 _KEYS = ("model", "task_id", "category", "suite", "run_id", "scorer")
+_WORDS = ("errors", "variant")
+"""Text columns besides the keys (left-aligned, and wrapped in a narrow terminal)."""
 _TITLED = ("suite", "run_id")
 """Key columns a terminal table leaves out when every row holds the same value: its
 title names them (a run's summary, a leaderboard of one run)."""
@@ -87,7 +89,7 @@ def summary_table(frame: pd.DataFrame, title: str | None = None, compact: bool =
         key = column in _KEYS
         table.add_column(
             _LABELS.get(column, column),
-            justify="left" if key or column == "errors" else "right",
+            justify="left" if key or column in _WORDS else "right",
             style="bold cyan" if column == "model" else None,
             no_wrap=key or column in ("CI", "errors"),
             overflow="fold",  # a squeezed header folds; the data keeps its width
@@ -118,8 +120,8 @@ def comparison_table(cmp: Comparison) -> Table:
 
 
 def comparison_lines(cmp: Comparison) -> list[str]:
-    """The overall difference, its interval and test, the unscored episodes, and the models
-    of one run only (not compared), as text."""
+    """The overall difference, its interval and test, the unscored episodes, and the models,
+    tasks and samples of one run only (not compared), as text."""
     lines = [
         f"diff {cmp.diff:+.3f} over {cmp.n_pairs} pairs, {cmp.level:.0%} paired bootstrap CI "
         f"[{cmp.ci_low:+.3f}, {cmp.ci_high:+.3f}]"
@@ -134,7 +136,7 @@ def comparison_lines(cmp: Comparison) -> list[str]:
         f"unscored episodes (infrastructure errors): base {cmp.base.unscored} of "
         f"{cmp.base.episodes}, new {cmp.new.unscored} of {cmp.new.episodes}"
     )
-    return lines + cmp.unpaired_models()
+    return lines + cmp.unpaired()
 
 
 def _signed(diff: float) -> str:
@@ -177,5 +179,5 @@ def _markdown(header: list[str], rows: list[list[str]]) -> str:
     def line(cells: list[str]) -> str:
         return "| " + " | ".join(c.replace("|", "\\|") for c in cells) + " |"
 
-    align = ["---" if h in _KEYS else "---:" for h in header]
+    align = ["---" if h in _KEYS or h in _WORDS else "---:" for h in header]
     return "\n".join([line(header), line(align), *(line(r) for r in rows)]) + "\n"

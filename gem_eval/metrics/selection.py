@@ -5,12 +5,18 @@ keeps them apart); this module decides which runs stand on the board:
 
 * runs named (``gem-eval leaderboard RUN ...``): exactly those, every model of each;
 * ``--all-runs``: every run, each its own rows;
-* otherwise, for each suite and model, the model's latest finished run of the suite that
-  grades with the tasks' own scorers. A re-scoring with the own scorers is such a run, and
-  newer than its original: it stands in for it. An exploratory ``rescore --scorer X`` is
-  not, so it never displaces the suite's own scores; ``--scorer X`` asks for the latest
-  run scored by ``X`` instead. A model without a finished run shows its latest run, and
-  a note says so.
+* otherwise, for each suite and model, the model's latest finished run of the whole suite
+  as written that grades with the tasks' own scorers. A run of part of the suite
+  (``--task``, ``--sample``, ``--category``, ``--limit``) or of a variant of it
+  (``--seed``, ``--max-turns``) stands only for a model without such a run; it is marked
+  (:meth:`RunSelection.variants`, the board's ``variant`` column) and a note names it.
+  A model without a finished run shows its latest run, and a note says so.
+
+"Latest" is when a run's episodes were played: a re-scoring with the own scorers counts
+as played when the run its chain of re-scorings began with was, and just after it, so
+it stands in for that run only (when that run was the latest). An exploratory
+``rescore --scorer X`` never displaces the suite's own scores; ``--scorer X`` asks for
+the latest run scored by ``X`` instead.
 
 The input is the index's run rows (:meth:`gem_eval.store.Index.runs`). pandas is imported
 where used.
@@ -41,9 +47,12 @@ class RunSelection:
         models: Per run id, the models shown from it (``latest`` may take one model of a
             run and another model's newer run).
         scorer: Only episodes graded by this scorer (a name or a label); ``None``: any.
-        considered: How many runs the rule chose from.
+        considered: How many runs the rule chose from (``named``: how many were named).
         unfinished: ``latest``: the runs shown though not finished, as ``(model, run)``.
         other_scorers: ``latest``: the scorers of runs left out for their scorer.
+        parts: ``latest``: the runs of a part or variant of the suite shown because the
+            model has no run of the whole suite as written, as ``(model, run)``.
+        left_out: ``named``: one line per run named but not shown, saying why.
     """
 
     rule: Rule
@@ -53,6 +62,8 @@ class RunSelection:
     considered: int = 0
     unfinished: list[tuple[str, Run]] = field(default_factory=list)
     other_scorers: set[str] = field(default_factory=set)
+    parts: list[tuple[str, Run]] = field(default_factory=list)
+    left_out: list[str] = field(default_factory=list)
 
     @property
     def run_ids(self) -> list[str]:
@@ -69,17 +80,33 @@ class RunSelection:
             kept = kept[[scored_by(label, self.scorer) for label in kept["scorer"]]]
         return kept
 
+    def variants(self) -> dict[str, str]:
+        """Run id -> how it differs from the whole suite as written (``--task 'a*'``,
+        ``--seed 7``), for the runs shown that do."""
+        return {r["run_id"]: str(r["variant"]) for r in self.runs if r.get("variant")}
+
+    def mark(self, board: pd.DataFrame) -> pd.DataFrame:
+        """``board`` (rows of these runs) with a ``variant`` column after ``run_id`` when
+        a run shown is of part or a variant of its suite (empty for the others)."""
+        variants = self.variants()
+        if not variants or "run_id" not in board.columns:
+            return board
+        marked: pd.DataFrame = board.copy()
+        at = list(marked.columns).index("run_id") + 1
+        marked.insert(at, "variant", [variants.get(r) for r in marked["run_id"]])
+        return marked
+
     def title(self, by: str) -> str:
         """What the board shows, in one line: the suite and run when there is one, the
         rule, the scorer and the grouping."""
         suites = sorted({str(r.get("suite")) for r in self.runs})
         parts = [f"suite {suites[0]}"] if len(suites) == 1 else []
         if self.rule == "latest":
-            parts.append("each model's latest finished run")
+            parts.append("each model's latest finished run of the whole suite")
         elif self.rule == "all":
             parts.append(f"every run ({len(self.runs)})")
         else:
-            parts.append(f"{len(self.runs)} run(s) named")
+            parts.append(f"{_count(self.considered, 'run')} named")
         if len(self.runs) == 1:
             parts.append(f"run {self.runs[0]['run_id']}")
         if self.scorer is not None:
@@ -89,19 +116,32 @@ class RunSelection:
         return ", ".join([*parts, f"by {by}"])
 
     def warnings(self) -> list[str]:
-        """One line per run shown though not finished (``latest``: the model has none)."""
-        return [
+        """What the board's rows do not say: a run named but not shown; ``latest``: a
+        model's run shown though not finished, or of part of its suite; runs of one suite
+        whose suite hashes differ."""
+        lines = list(self.left_out)
+        lines += [
             f"{model} has no finished run of {run.get('suite')}: its latest, "
             f"{run['run_id']}, is {run.get('status')}"
             for model, run in self.unfinished
         ]
+        lines += [
+            f"{model} has no finished run of the whole suite {run.get('suite')} as written: "
+            f"its row is run {run['run_id']}'s, played with {run.get('variant')}"
+            for model, run in self.parts
+        ]
+        return lines + _hash_warnings(self.runs)
 
     def hint(self) -> str | None:
-        """``latest``: how many runs were left out, and how to see them."""
+        """How many runs were left out, and how to see them: ``latest``, the runs not
+        shown; ``all`` with a scorer, those without its scores."""
         left = self.considered - len(self.runs)
-        if self.rule != "latest" or left <= 0:
+        if self.rule == "named" or left <= 0:
             return None
-        line = f"{left} other run(s) not shown: --all-runs shows every run"
+        if self.rule == "all":
+            verb = "holds" if left == 1 else "hold"
+            return f"{_count(left, 'other run')} {verb} no scores by {self.scorer}"
+        line = f"{_count(left, 'other run')} not shown: --all-runs shows every run"
         if self.other_scorers:
             names = "|".join(sorted(self.other_scorers))
             line += f", --scorer {names} the latest scored so"
@@ -132,14 +172,13 @@ def select_runs(
     """
     if named is not None and all_runs:
         raise ValueError("give run ids or all_runs, not both")
-    pool = list(named) if named is not None else list(known)
-    pool = list({r["run_id"]: r for r in pool if suite is None or r.get("suite") == suite}.values())
-    if named is not None or all_runs:
-        rule: Rule = "named" if named is not None else "all"
-        if scorer is not None:
-            pool = [r for r in pool if _scores_with(r, scorer)]
-        models = {r["run_id"]: set(r.get("models") or []) for r in pool}
-        return RunSelection(rule, _oldest_first(pool), models, scorer, len(pool))
+    if named is not None:
+        return _named(named, suite, scorer)
+    pool = [r for r in known if suite is None or r.get("suite") == suite]
+    if all_runs:
+        fits = [r for r in pool if scorer is None or _scores_with(r, scorer)]
+        models = {r["run_id"]: set(r.get("models") or []) for r in fits}
+        return RunSelection("all", _oldest_first(fits), models, scorer, len(pool))
 
     by_id = {r["run_id"]: r for r in known}
     fits = [
@@ -149,12 +188,14 @@ def select_runs(
     ]
     chosen: dict[str, set[str]] = {}
     unfinished: list[tuple[str, Run]] = []
+    parts: list[tuple[str, Run]] = []
     for (_, model), runs in sorted(_by_suite_and_model(fits).items()):
-        finished = [r for r in runs if r.get("status") == "finished"]
-        run = max(finished or runs, key=_age)
+        run = max(runs, key=lambda r: _preference(r, by_id))
         chosen.setdefault(run["run_id"], set()).add(model)
-        if not finished:
+        if run.get("status") != "finished":
             unfinished.append((model, run))
+        if run.get("variant"):
+            parts.append((model, run))
     fit_ids = {r["run_id"] for r in fits}
     shown = [r for r in fits if r["run_id"] in chosen]
     others = {
@@ -164,7 +205,27 @@ def select_runs(
         for label in (r.get("scorers") or {}).values()
     }
     return RunSelection(
-        "latest", _oldest_first(shown), chosen, scorer, len(pool), unfinished, others
+        "latest", _oldest_first(shown), chosen, scorer, len(pool), unfinished, others, parts
+    )
+
+
+def _named(named: Sequence[Run], suite: str | None, scorer: str | None) -> RunSelection:
+    """The runs named, less those of another suite or without the scorer's scores (each
+    named in a line)."""
+    unique = list({r["run_id"]: r for r in named}.values())
+    shown, left_out = [], []
+    for run in unique:
+        if suite is not None and run.get("suite") != suite:
+            left_out.append(
+                f"run {run['run_id']} is of suite {run.get('suite')}, not {suite}: not shown"
+            )
+        elif scorer is not None and not _scores_with(run, scorer):
+            left_out.append(f"run {run['run_id']} holds no scores by {scorer}: not shown")
+        else:
+            shown.append(run)
+    models = {r["run_id"]: set(r.get("models") or []) for r in shown}
+    return RunSelection(
+        "named", _oldest_first(shown), models, scorer, len(unique), left_out=left_out
     )
 
 
@@ -200,6 +261,57 @@ def _by_suite_and_model(runs: list[Run]) -> dict[tuple[str, str], list[Run]]:
         for model in run.get("models") or []:
             groups.setdefault((str(run.get("suite")), model), []).append(run)
     return groups
+
+
+def played_at(run: Run, by_id: dict[str, Run]) -> float:
+    """When ``run``'s episodes were played: for a re-scoring, when the run its chain of
+    re-scorings began with started (as far as the chain is indexed, then the play time
+    the re-scoring recorded)."""
+    current, seen = run, {run["run_id"]}
+    while current.get("rescored_from") in by_id and current["rescored_from"] not in seen:
+        current = by_id[current["rescored_from"]]
+        seen.add(current["run_id"])
+    return float(current.get("played_at") or current.get("started_at") or 0.0)
+
+
+def _preference(run: Run, by_id: dict[str, Run]) -> tuple[bool, bool, float, float, str]:
+    """Which of a model's runs stands: finished first, then of the whole suite as written,
+    then the latest played; of one play, the latest re-scoring."""
+    return (
+        run.get("status") == "finished",
+        not run.get("variant"),
+        played_at(run, by_id),
+        run.get("started_at") or 0.0,
+        run["run_id"],
+    )
+
+
+def _hash_warnings(runs: list[Run]) -> list[str]:
+    """One line per suite whose runs shown evaluated different versions of it."""
+    by_suite: dict[str, dict[str, list[str]]] = {}
+    for run in runs:
+        hashes = by_suite.setdefault(str(run.get("suite")), {})
+        hashes.setdefault(str(run.get("suite_hash"))[:12], []).append(run["run_id"])
+    return [
+        f"the runs shown of {suite} evaluated different versions of it (suite hashes "
+        + "; ".join(f"{h}: {_few(ids)}" for h, ids in sorted(hashes.items()))
+        + "): their samples or tasks differ"
+        for suite, hashes in sorted(by_suite.items())
+        if len(hashes) > 1
+    ]
+
+
+def _few(names: list[str], most: int = 3) -> str:
+    return ", ".join(names[:most]) + (f" and {len(names) - most} more" if len(names) > most else "")
+
+
+def _noun(n: int, noun: str) -> str:
+    return noun if n == 1 else noun + "s"
+
+
+def _count(n: int, noun: str) -> str:
+    """``1 run``, ``2 runs``."""
+    return f"{n} {_noun(n, noun)}"
 
 
 def _age(run: Run) -> tuple[float, str]:

@@ -41,6 +41,7 @@ from gem_eval.runner.rescored_run import (
 )
 from gem_eval.runner.runner import Runner
 from gem_eval.store import RunDir, new_run_id
+from gem_eval.store.variant import played_at
 
 
 @dataclass
@@ -131,6 +132,7 @@ async def rescore_run(
             "scorer": scorer,
             "judge": summary.judge,
             "gem_eval_version": old.gem_eval_version,
+            "played_at": played_at(old),  # its episodes are the original's
         }
         manifest = new_manifest(old, summary.run_id, [tasks[t.id] for t in old.tasks], origin)
         new = RunDir.create(results_dir, manifest)

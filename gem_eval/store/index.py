@@ -25,24 +25,27 @@ from gem_eval.outcomes import REPLAYED_OUTCOMES
 from gem_eval.records import EPISODE_COLUMNS, EpisodeRecord, RunManifest
 from gem_eval.store.run_dir import RunDir, list_run_ids
 from gem_eval.store.scorers import rescore_scorer, task_scorers
+from gem_eval.store.variant import played_at, run_variant
 
 if TYPE_CHECKING:
     import pandas as pd
 
 INDEX_FILE = "index.sqlite"
-INDEX_SCHEMA_VERSION = 4
+INDEX_SCHEMA_VERSION = 5
 """2: episodes have ``attempt`` and ``gave_up``. 3: runs have ``rescored_from``. 4: runs
-have ``scorers`` and ``rescore_scorer``."""
+have ``scorers`` and ``rescore_scorer``. 5: runs have ``variant`` and ``played_at``."""
 
 RUN_COLUMNS = [
     "run_id", "suite", "suite_path", "suite_hash", "models", "episodes_planned", "epochs",
     "seed", "gem_eval_version", "git_commit", "host", "started_at", "finished_at", "status",
-    "max_cost_usd", "rescored_from", "rescore_scorer", "scorers",
+    "max_cost_usd", "rescored_from", "rescore_scorer", "scorers", "variant", "played_at",
 ]  # fmt: skip
 """The columns of the ``runs`` table; ``models`` holds a JSON list of model names;
 ``rescored_from`` the run a ``gem-eval rescore`` graded again (``extra.rescored_from``),
 ``rescore_scorer`` the scorer it asked for (``None``: each task's own); ``scorers`` a JSON
-object: task id -> the label of the scorer that graded it (:mod:`gem_eval.store.scorers`)."""
+object: task id -> the label of the scorer that graded it (:mod:`gem_eval.store.scorers`);
+``variant`` the flags that made it other than the whole suite as written (``None``: it is
+that), ``played_at`` when its episodes were played (:mod:`gem_eval.store.variant`)."""
 
 FRAME_COLUMNS = [*EPISODE_COLUMNS, "suite", "scorer"]
 """The columns of :meth:`Index.episodes` rows and :meth:`Index.episodes_frame`: an
@@ -54,7 +57,7 @@ _TYPES = {
     "attempt": "INTEGER", "gave_up": "INTEGER",
     "episodes_planned": "INTEGER", "epochs": "INTEGER", "seed": "INTEGER",
     "score": "REAL", "cost_usd": "REAL", "latency_s": "REAL", "started_at": "REAL",
-    "finished_at": "REAL", "max_cost_usd": "REAL",
+    "finished_at": "REAL", "max_cost_usd": "REAL", "played_at": "REAL",
 }  # fmt: skip
 
 
@@ -328,6 +331,7 @@ def _run_row(m: RunManifest) -> tuple[Any, ...]:
     values["rescored_from"] = (m.extra.get("rescored_from") or {}).get("run_id")
     values["rescore_scorer"] = rescore_scorer(m)
     values["scorers"] = json.dumps(task_scorers(m), sort_keys=True)
+    values["variant"], values["played_at"] = run_variant(m), played_at(m)
     return tuple(values[c] for c in RUN_COLUMNS)
 
 

@@ -4,6 +4,7 @@ directories written by the results store."""
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -25,27 +26,33 @@ def write_run(
     first: int = 0,
     models: tuple[str, ...] = (),
     scorer: str = "success",
+    tasks: tuple[str, ...] = ("t0", "t1", "t2", "t3"),
+    options: dict[str, Any] | None = None,
 ) -> None:
     """A run of one model (``openai/<run_id>``, or each of ``models``) on tasks t0..t3,
-    scored by ``scorer``: sample ``first + i`` succeeds when ``successes[i]``, then
-    ``infra`` more samples lost to infrastructure errors."""
+    scored by ``scorer``: sample ``first + i`` (of task ``t{i % 4}``) succeeds when
+    ``successes[i]``, then ``infra`` more samples lost to infrastructure errors. A run of
+    part of the suite plays only ``tasks``, and its manifest keeps the run's ``options``
+    (``{"tasks": [...]}``)."""
     n = len(successes)
     names = models or (f"openai/{run_id}",)
+    played = [i for i in range(first, first + n + infra) if f"t{i % 4}" in tasks]
     manifest = RunManifest(
         run_id=run_id,
         suite="fixed",
         suite_hash=suite_hash,
         models=[ModelSpec(name=name) for name in names],
         tasks=[
-            TaskSpec(id=f"t{i}", env_id="game:GuessTheNumber-v0-easy", scorer=scorer)  # type: ignore[arg-type]
-            for i in range(4)
+            TaskSpec(id=task, env_id="game:GuessTheNumber-v0-easy", scorer=scorer)  # type: ignore[arg-type]
+            for task in tasks
         ],
-        episodes_planned=(n + infra) * len(names),
+        episodes_planned=len(played) * len(names),
         gem_eval_version="0.0.0",
         host="test",
         started_at=started_at,
         finished_at=started_at + 1,
         status=status,
+        extra={"options": options} if options else {},
     )
     run = RunDir.create(results, manifest)
     outcomes: list[tuple[str, float | None]] = [("completed", float(ok)) for ok in successes]
@@ -67,6 +74,7 @@ def write_run(
         )
         for model in names
         for i, (outcome, score) in enumerate(outcomes, first)
+        if i in played
     )
 
 
@@ -155,7 +163,10 @@ def test_a_model_missing_from_the_baseline_is_named(tmp_path: Path) -> None:
     write_run(results, "old", outcomes, models=("openai/a", "openai/b"))
     write_run(results, "new", outcomes, models=("openai/a", "openai/c"), started_at=2000.0)
     line = "model openai/c is in the new run only: not compared"
-    done = gem_eval("gate", "new", "--baseline", "old", results=results)
+    lacks = gem_eval("gate", "new", "--baseline", "old", results=results)
+    assert lacks.returncode == 3, lacks.stdout + lacks.stderr  # the new run lacks openai/b
+    assert "model openai/b is in the base run only: not compared" in lacks.stdout
+    done = gem_eval("gate", "new", "--baseline", "old", "--allow-subset", results=results)
     assert done.returncode == 0, done.stdout + done.stderr
     assert "model openai/b is in the base run only: not compared" in done.stdout
     assert line in done.stdout
@@ -176,3 +187,30 @@ def test_runs_scored_differently_are_refused(results: Path) -> None:
     compared = gem_eval("compare", "base", "ret", results=results)
     assert compared.returncode == 2 and not compared.stdout
     assert compared.stderr == f"error: base and ret do not compare: {reason}\n"
+
+
+def test_3_a_run_of_part_of_the_baselines_tasks(results: Path) -> None:
+    """A run of tasks t0 and t1 against a baseline of t0..t3: the gate names t2 and t3 and
+    judges nothing, unless --allow-subset asks it to judge t0 and t1."""
+    part = {"tasks": ["t0", "t1"]}
+    write_run(results, "part", bernoulli(0.8, 200, seed=1), tasks=("t0", "t1"), options=part)
+    missing = [
+        "  task t2 is in the base run only (50 samples): not compared",
+        "  task t3 is in the base run only (50 samples): not compared",
+    ]
+    done = gem_eval("gate", "part", "--baseline", "base", results=results)
+    assert done.returncode == 3, done.stdout + done.stderr
+    assert done.stdout.splitlines() == [
+        "gate INCOMPARABLE: part against baseline base",
+        "  the new run lacks episodes the baseline played: a gate compares like with like",
+        *missing,
+        "  --allow-subset judges the part both runs played",
+    ]
+    allowed = gem_eval("gate", "part", "--baseline", "base", "--allow-subset", results=results)
+    assert allowed.returncode == 0, allowed.stdout + allowed.stderr
+    lines = allowed.stdout.splitlines()
+    assert lines[0] == "gate PASS: part against baseline base"
+    assert "over 100 pairs of 100 samples" in lines[1] and lines[2:] == missing
+    compared = gem_eval("compare", "base", "part", results=results)
+    assert compared.returncode == 0, compared.stdout + compared.stderr
+    assert compared.stdout.splitlines()[-2:] == [line.strip() for line in missing]

@@ -48,7 +48,7 @@ def test_a_run_and_its_rerun_never_count_a_sample_twice(tmp_path: Path) -> None:
     header = next(line for line in table.stdout.splitlines() if line.split()[:1] == ["model"])
     assert [cell.strip() for cell in header.split("┃")][:4] == ["model", "run", "scorer", "n"]
     default = gem_eval("leaderboard", results=results)
-    assert "1 other run(s) not shown: --all-runs shows every run" in default.stdout
+    assert "1 other run not shown: --all-runs shows every run" in default.stdout
     both = gem_eval("leaderboard", "first", "--all-runs", results=results)
     assert (both.returncode, both.stderr) == (2, "error: give RUN ids or --all-runs, not both\n")
 
@@ -95,10 +95,84 @@ def test_an_exploratory_rescore_is_set_beside_never_averaged(
     [asked] = board("--scorer", "return", results=results)
     assert (asked["run_id"], asked["scorer"]) == (again, "return")
     table = " ".join(gem_eval("leaderboard", results=results).stdout.split())
-    assert table.startswith(f"suite smoke, each model's latest finished run, run {original}, ")
+    latest = "each model's latest finished run of the whole suite"
+    assert table.startswith(f"suite smoke, {latest}, run {original}, ")
     assert "the tasks' own scorers, by model" in table
     assert "--scorer return the latest scored so" in table
 
     compared = gem_eval("compare", original, again, results=results)
     assert compared.returncode == 2, compared.stdout + compared.stderr
     assert "scored differently: base by success, new by return" in compared.stderr
+
+
+def test_a_run_of_part_of_the_suite_never_stands_for_a_whole_one(tmp_path: Path) -> None:
+    """A's Wordle-only run (newer) beside A's and B's runs of the whole suite: the default
+    board shows the whole runs; C, with only a part, is shown marked, and a note names it;
+    --all-runs marks every part."""
+    results = tmp_path / "results"
+    wordle = {"tasks": ["t0"]}
+    write_run(results, "a-whole", [True] * 20, models=("openai/a",))
+    write_run(results, "b-whole", [False] * 20, models=("openai/b",), started_at=1500.0)
+    write_run(results, "a-part", [False] * 20, models=("openai/a",), started_at=2000.0,
+              tasks=("t0",), options=wordle)  # fmt: skip
+    write_run(results, "c-part", [True] * 20, models=("openai/c",), started_at=3000.0,
+              tasks=("t0",), options=wordle)  # fmt: skip
+    done = gem_eval("leaderboard", "-f", "json", results=results)
+    assert done.returncode == 0, done.stdout + done.stderr
+    rows = [(r["model"], r["run_id"], r["n"], r["variant"]) for r in json.loads(done.stdout)]
+    assert rows == [
+        ("openai/a", "a-whole", 20, None),
+        ("openai/c", "c-part", 5, "--task 't0'"),
+        ("openai/b", "b-whole", 20, None),
+    ]
+    assert done.stderr.splitlines() == [
+        "note: openai/c has no finished run of the whole suite fixed as written: its row is "
+        "run c-part's, played with --task 't0'"
+    ]
+    table = gem_eval("leaderboard", "--all-runs", results=results)
+    assert table.returncode == 0, table.stderr
+    lines = table.stdout.splitlines()
+    header = next(line for line in lines if line.split()[:1] == ["model"])
+    assert [cell.strip() for cell in header.split("┃")][:4] == ["model", "run", "variant", "scorer"]
+    a_part = next(line for line in lines if "a-part" in line)
+    assert [cell.strip() for cell in a_part.split("│")][:3] == ["openai/a", "a-part", "--task 't0'"]
+
+
+def test_titles_and_notes_count_the_runs_named(tmp_path: Path) -> None:
+    results = tmp_path / "results"
+    write_run(results, "own", [True] * 4, models=(MODEL,))
+    write_run(results, "ret", [True] * 4, models=(MODEL,), scorer="return", started_at=2000.0)
+    done = gem_eval("leaderboard", "own", "ret", "--scorer", "success", results=results)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert done.stdout.startswith("suite fixed, 2 runs named, run own, scored by success")
+    assert done.stdout.splitlines()[-1] == "run ret holds no scores by success: not shown"
+    default = gem_eval("leaderboard", "--all-runs", "--scorer", "success", results=results)
+    assert default.stdout.splitlines()[-1] == "1 other run holds no scores by success"
+
+
+def test_rescoring_an_older_run_leaves_the_newer_run_on_the_board(
+    openai_server: FakeOpenAIServer, tmp_path: Path
+) -> None:
+    """Two runs of smoke, then a re-scoring of the first with the tasks' own scorers: the
+    second run stays on the board (the re-scored episodes were played before it); a
+    re-scoring of the second replaces it."""
+    openai_server.handler = lambda body: Reply("\\boxed{7}")
+    results = tmp_path / "results"
+    args = ["--suite", "smoke", "--model", MODEL, "--model-base-url", openai_server.base_url]
+
+    def made(*command: str) -> str:
+        """The run a command makes."""
+        before = {d.name for d in run_dirs(results)} if results.exists() else set()
+        done = gem_eval(*command, results=results)
+        assert done.returncode == 0, done.stdout + done.stderr
+        [new] = {d.name for d in run_dirs(results)} - before
+        return new
+
+    first = made("run", *args, "--model-backend", "openai", "-q")
+    second = made("run", *args, "--model-backend", "openai", "-q")
+    made("rescore", first)
+    [default] = board(results=results)
+    assert default["run_id"] == second
+    latest = made("rescore", second)
+    [default] = board(results=results)
+    assert default["run_id"] == latest

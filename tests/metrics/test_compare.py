@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import importlib
 import sys
 import types
 from pathlib import Path
@@ -210,6 +211,9 @@ def test_cli_commands_over_a_fake_index(monkeypatch: pytest.MonkeyPatch, tmp_pat
         "bad": run(bernoulli(0.3, 200, seed=8), run_id="bad", model="ckpt-3"),
         "other": run(outcomes, run_id="other", model="ckpt-4"),
     }
+    # The real store's modules that the commands import are loaded before the fake package
+    # stands in for gem_eval.store (it has no submodules to load).
+    importlib.import_module("gem_eval.metrics.selection")
     monkeypatch.setitem(sys.modules, "gem_eval.store", types.SimpleNamespace(Index=FakeIndex))
     app = typer.Typer()
     app.command()(report.leaderboard)
@@ -253,8 +257,12 @@ def test_a_model_of_one_run_only_is_named_not_dropped() -> None:
         "model y is in the base run only: not compared",
         "model z is in the new run only: not compared",
     ]
-    verdict = gate(base, new)
-    assert verdict.status == "pass" and verdict.reasons[1:] == cmp.unpaired_models()
+    verdict = gate(base, new)  # the new run lacks model y: not like with like
+    assert (verdict.status, verdict.exit_code) == ("incomparable", 3)
+    assert "model y is in the base run only: not compared" in verdict.reasons
+    subset = gate(base, new, allow_subset=True)
+    assert subset.status == "pass" and subset.reasons[1:] == cmp.unpaired_models()
+    assert gate(new, base).status == "incomparable"  # base z is missing from the new run
     one_each = compare_runs(run([True] * 4, model="ckpt-1"), run([True] * 4, model="ckpt-2"))
     assert one_each.unpaired_models() == []  # a checkpoint against its baseline
 
@@ -274,3 +282,52 @@ def test_runs_scored_differently_do_not_compare() -> None:
 def test_max_drop_outside_0_1_is_refused(max_drop: float) -> None:
     with pytest.raises(ValueError, match=r"max_drop must lie in \[0, 1\]"):
         gate(run([True] * 4), run([True] * 4), max_drop=max_drop)
+
+
+def test_a_task_or_samples_of_one_run_only_are_named() -> None:
+    """A run of tasks t0 and t1 against a run of t0..t3: t2 and t3 are named with their
+    sample counts; samples of a shared task that one run lacks are counted."""
+    whole = run(bernoulli(0.5, 40, seed=5))  # samples 0..39, task i % 4: 10 samples each
+    part = whole[whole["task_id"].isin(["t0", "t1"]) & (whole["sample"] < 36)]
+    cmp = compare_runs(whole, part)
+    assert cmp.n_pairs == 18
+    assert cmp.unpaired() == [
+        "task t0: 1 sample is in the base run only: not compared",
+        "task t1: 1 sample is in the base run only: not compared",
+        "task t2 is in the base run only (10 samples): not compared",
+        "task t3 is in the base run only (10 samples): not compared",
+    ]
+    assert cmp.new_lacks_base
+    back = compare_runs(part, whole)
+    assert back.unpaired()[-1] == "task t3 is in the new run only (10 samples): not compared"
+    assert not back.new_lacks_base
+
+
+def test_the_gate_does_not_judge_a_part_of_the_baselines_tasks_unless_asked() -> None:
+    """A Wordle-only run against a whole baseline, which scored 0.1 on the task the new run
+    lacks: INCOMPARABLE, naming the task; allowed a subset, a verdict on the shared part
+    that still names it."""
+    base = run([i % 2 == 0 and i % 10 != 1 for i in range(40)], tasks=2)
+    base.loc[base["task_id"] == "t1", ["score", "success"]] = [0.0, False]
+    base.loc[base["sample"] == 1, ["score", "success"]] = [1.0, True]
+    new = base[base["task_id"] == "t0"].copy()
+    verdict = gate(base, new)
+    assert (verdict.status, verdict.exit_code) == ("incomparable", 3)
+    assert verdict.reasons == [
+        "the new run lacks episodes the baseline played: a gate compares like with like",
+        "task t1 is in the base run only (20 samples): not compared",
+    ]
+    subset = gate(base, new, allow_subset=True)
+    assert subset.status == "pass" and subset.reasons[0].startswith("no significant drop")
+    assert subset.reasons[1:] == ["task t1 is in the base run only (20 samples): not compared"]
+    extra = gate(new, base)  # the new run has more: judged on the baseline's tasks
+    assert extra.status == "pass"
+    assert extra.reasons[1:] == ["task t1 is in the new run only (20 samples): not compared"]
+
+
+def test_samples_missing_per_model_are_named_with_the_model() -> None:
+    base = pd.concat([run([True] * 8, model="x"), run([True] * 8, model="y")])
+    new = base[(base["model"] == "x") | (base["task_id"] != "t3")]
+    cmp = compare_runs(base, new)
+    line = "task t3 of model y is in the base run only (2 samples): not compared"
+    assert cmp.unpaired() == [line]

@@ -21,12 +21,17 @@ def run(
     scorer: str = "success",
     rescored_from: str | None = None,
     rescore_scorer: str | None = None,
+    variant: str | None = None,
+    played_at: float | None = None,
+    suite_hash: str = "h1",
 ) -> dict[str, Any]:
     """An index row (:meth:`gem_eval.store.Index.runs`) of a run of tasks t0 and t1."""
     return {
         "run_id": run_id, "suite": suite, "models": list(models), "status": status,
         "started_at": started_at, "scorers": {"t0": scorer, "t1": scorer},
         "rescored_from": rescored_from, "rescore_scorer": rescore_scorer,
+        "variant": variant, "played_at": started_at if played_at is None else played_at,
+        "suite_hash": suite_hash,
     }  # fmt: skip
 
 
@@ -44,7 +49,7 @@ def test_each_model_shows_its_latest_finished_run_per_suite() -> None:
     assert shown(runs) == {"a1": {"b"}, "a2": {"a"}, "g1": {"a"}}
     chosen = select_runs(runs)
     assert chosen.run_ids == ["a1", "a2", "g1"]
-    assert chosen.hint() == "1 other run(s) not shown: --all-runs shows every run"
+    assert chosen.hint() == "1 other run not shown: --all-runs shows every run"
     assert shown(runs, suite="games") == {"g1": {"a"}}
 
 
@@ -105,10 +110,11 @@ def test_named_runs_and_all_runs_show_exactly_those() -> None:
 def test_titles_say_the_rule_and_name_a_lone_run_and_suite() -> None:
     runs = [run("a", 1), run("b", 2, status="failed")]
     assert select_runs(runs).title("task") == (
-        "suite smoke, each model's latest finished run, run a, the tasks' own scorers, by task"
+        "suite smoke, each model's latest finished run of the whole suite, run a, the tasks' "
+        "own scorers, by task"
     )
     named = select_runs(runs, named=runs, scorer="success")
-    assert named.title("model") == "suite smoke, 2 run(s) named, scored by success, by model"
+    assert named.title("model") == "suite smoke, 2 runs named, scored by success, by model"
 
 
 def test_keep_takes_the_chosen_models_of_each_run_and_the_scorer() -> None:
@@ -126,3 +132,92 @@ def test_keep_takes_the_chosen_models_of_each_run_and_the_scorer() -> None:
         r["scorers"] = {"t0": "judge:openai/j", "t1": "success"}
     by_judge = select_runs(runs, all_runs=True, scorer="judge").keep(judged)
     assert len(by_judge) == 3 and set(by_judge["scorer"]) == {"judge:openai/j"}
+
+
+def test_a_part_of_the_suite_stands_only_for_a_model_without_a_whole_run() -> None:
+    """A's Wordle-only run is newer than its whole run, B has only a part: A's whole run
+    stands, and B's part is shown, marked, and named in a note."""
+    wordle = "--task 'game:Wordle*'"
+    runs = [
+        run("a-whole", 1, models=("a",)),
+        run("a-part", 2, models=("a",), variant=wordle),
+        run("b-part", 3, models=("b",), variant="--sample 0-4"),
+        run("b-cut", 4, models=("b",), status="interrupted"),  # whole, but not finished
+    ]
+    chosen = select_runs(runs)
+    assert chosen.models == {"a-whole": {"a"}, "b-part": {"b"}}
+    assert chosen.warnings() == [
+        "b has no finished run of the whole suite smoke as written: its row is run "
+        "b-part's, played with --sample 0-4"
+    ]
+    assert chosen.variants() == {"b-part": "--sample 0-4"}
+    every = select_runs(runs, all_runs=True)
+    assert every.variants() == {"a-part": wordle, "b-part": "--sample 0-4"}
+    assert every.warnings() == []  # the column says it
+
+
+def test_a_run_with_its_own_seed_or_turn_limit_is_a_variant_of_the_suite() -> None:
+    runs = [
+        run("plain", 1),
+        run("seeded", 2, variant="--seed 7", suite_hash="h2"),
+        run("short", 3, variant="--max-turns 2", suite_hash="h3"),
+    ]
+    assert shown(runs) == {"plain": {"m"}}
+    assert shown(runs[1:]) == {"short": {"m"}}  # no plain run: the latest variant
+
+
+def test_runs_of_different_suite_hashes_on_one_board_are_named() -> None:
+    runs = [run("a", 1, models=("a",)), run("b", 2, models=("b",), suite_hash="h2")]
+    assert select_runs(runs).warnings() == [
+        "the runs shown of smoke evaluated different versions of it (suite hashes "
+        "h1: a; h2: b): their samples or tasks differ"
+    ]
+    assert select_runs(runs[:1]).warnings() == []
+
+
+def test_a_rescore_counts_as_played_when_its_original_was() -> None:
+    """Re-scoring the 17:15 run does not bring it back over the 17:16 run; re-scoring
+    the 17:16 run replaces it."""
+    runs = [
+        run("r1715", 1715),
+        run("r1716", 1716),
+        run("again", 1800, rescored_from="r1715"),
+    ]
+    assert shown(runs) == {"r1716": {"m"}}
+    runs.append(run("latest", 1900, rescored_from="r1716"))
+    assert shown(runs) == {"latest": {"m"}}
+    chain = [*runs[:2], run("once", 1800, rescored_from="r1715")]
+    chain.append(run("twice", 2000, rescored_from="once"))  # a chain ends at r1715
+    assert shown(chain) == {"r1716": {"m"}}
+    # the original no longer indexed: the play time its re-scoring recorded
+    gone = [runs[1], run("orphan", 2000, rescored_from="deleted", played_at=1715)]
+    assert shown(gone) == {"r1716": {"m"}}
+
+
+def test_a_rescore_inherits_its_originals_part() -> None:
+    runs = [
+        run("whole", 1),
+        run("part", 2, variant="--task 't0'"),
+        run("part-again", 3, rescored_from="part", variant="--task 't0'"),
+    ]
+    assert shown(runs) == {"whole": {"m"}}
+
+
+def test_named_runs_are_counted_as_named_and_those_left_out_are_named() -> None:
+    runs = [
+        run("own", 1),
+        run("ret", 2, scorer="return", rescored_from="own", rescore_scorer="return"),
+        run("g", 3, suite="games"),
+    ]
+    chosen = select_runs(runs, named=runs[:2], scorer="success")
+    assert chosen.run_ids == ["own"]
+    assert chosen.title("model") == (
+        "suite smoke, 2 runs named, run own, scored by success, by model"
+    )
+    assert chosen.warnings() == ["run ret holds no scores by success: not shown"]
+    other = select_runs(runs, named=[runs[0], runs[2]], suite="games")
+    assert other.title("model") == "suite games, 2 runs named, run g, by model"
+    assert other.warnings() == ["run own is of suite smoke, not games: not shown"]
+    every = select_runs(runs, all_runs=True, scorer="return")
+    assert every.title("model") == "suite smoke, every run (1), run ret, scored by return, by model"
+    assert every.hint() == "2 other runs hold no scores by return"

@@ -110,6 +110,8 @@ def test_a_new_grader_changes_the_scores_without_calling_the_model(
 
     manifest, source = RunDir(results / summary.run_id).read_manifest(), _manifest(results, old_id)
     assert manifest.extra["rescored_from"]["run_id"] == old_id
+    # its episodes were played when the original's were: leaderboards date it so
+    assert manifest.extra["rescored_from"]["played_at"] == source.started_at
     assert manifest.status == "finished" and manifest.suite_hash == source.suite_hash
     assert [m.name for m in manifest.models] == ["openai/fake"]
     record = RunDir(results / summary.run_id).latest_by_key()["openai/fake|math|1|0"]

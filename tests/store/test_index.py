@@ -281,3 +281,24 @@ def test_cli_commands_without_results_dir_fail_cleanly(tmp_path: Path, command: 
     result = runner.invoke(results_app, [command, "--results-dir", str(tmp_path / "missing")])
     assert isinstance(result.exception, UserError)
     assert not (tmp_path / "missing").exists()
+
+
+def test_a_run_of_part_or_a_variant_of_its_suite_says_so(tmp_path: Path) -> None:
+    """The flags that made a run other than the whole suite as written, as a command line
+    says them; a re-scoring keeps its original's, and its play time."""
+    part = {"options": {"tasks": ["game:Wordle*"], "samples": [0, 1, 2, 5], "limit": None}}
+    varied = {"options": {"limit": 3, "overrides": {"limits": {"max_turns": 2}}}}
+    origin = {**part, "rescored_from": {"run_id": "part", "scorer": None, "played_at": 1000.0}}
+    with Index.for_root(tmp_path) as index:
+        index.add_run(make_manifest("whole", extra={"options": {"tasks": [], "samples": []}}))
+        index.add_run(make_manifest("part", extra=part))
+        index.add_run(make_manifest("varied", seed=7, extra=varied))
+        index.add_run(make_manifest("again", started_at=3000.0, extra=origin))
+        runs = {r["run_id"]: r for r in index.runs()}
+    assert {r: run["variant"] for r, run in runs.items()} == {
+        "whole": None,
+        "part": "--task 'game:Wordle*' --sample 0-2,5",
+        "varied": "--limit 3 --seed 7 --max-turns 2",
+        "again": "--task 'game:Wordle*' --sample 0-2,5",
+    }
+    assert (runs["part"]["played_at"], runs["again"]["played_at"]) == (1000.0, 1000.0)

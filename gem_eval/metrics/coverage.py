@@ -1,0 +1,82 @@
+"""What one run of a comparison played and the other did not: tasks, and samples of a task.
+
+``compare`` and the gate judge the episodes both runs scored. A run of part of a suite
+(``--task``, ``--sample``) against a run of all of it is judged on the shared part only:
+each gap is named, so that a verdict on half the suite never reads as one on all of it.
+Models of one run only are :class:`~gem_eval.metrics.compare.Comparison`'s to name.
+pandas is imported by the caller.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Literal
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+Side = Literal["base", "new"]
+
+
+@dataclass(frozen=True)
+class Gap:
+    """Samples of one task that one run played (scored or not) and the other did not.
+
+    Attributes:
+        side: The run that played them.
+        task_id: The task.
+        samples: How many of its samples the other run lacks.
+        whole: The other run played none of the task.
+        model: The model, when episodes pair on the model (``None`` otherwise).
+    """
+
+    side: Side
+    task_id: str
+    samples: int
+    whole: bool
+    model: str | None = None
+
+    def line(self) -> str:
+        """The gap in one line (``task t2 is in the base run only (10 samples): not
+        compared``)."""
+        task = f"task {self.task_id}" + (f" of model {self.model}" if self.model else "")
+        count = f"{self.samples} sample" + ("" if self.samples == 1 else "s")
+        if self.whole:
+            return f"{task} is in the {self.side} run only ({count}): not compared"
+        verb = "is" if self.samples == 1 else "are"
+        return f"{task}: {count} {verb} in the {self.side} run only: not compared"
+
+
+def find_gaps(base: pd.DataFrame, new: pd.DataFrame, on: Sequence[str]) -> list[Gap]:
+    """The gaps between two runs' episode frames paired on ``on`` (``[model,] task_id,
+    sample, epoch``), base's first, each side by model and task. A sample counts as played
+    with any of its epochs; when pairing on the model, only models both runs played are
+    looked at."""
+    keys = [c for c in on if c != "epoch"]
+    by_model = "model" in keys
+    if by_model:
+        shared = set(base["model"]) & set(new["model"])
+        base, new = base[base["model"].isin(shared)], new[new["model"].isin(shared)]
+    played = {
+        "base": set(base[keys].itertuples(index=False, name=None)),
+        "new": set(new[keys].itertuples(index=False, name=None)),
+    }
+    gaps = []
+    sides: tuple[tuple[Side, Side], ...] = (("base", "new"), ("new", "base"))
+    for side, other in sides:
+        tasks_of_other = {key[:-1] for key in played[other]}
+        missing: dict[tuple[object, ...], int] = {}
+        for key in played[side] - played[other]:
+            missing[key[:-1]] = missing.get(key[:-1], 0) + 1
+        for task_key, count in sorted(missing.items(), key=lambda i: tuple(map(str, i[0]))):
+            gaps.append(
+                Gap(
+                    side,
+                    str(task_key[-1]),
+                    count,
+                    task_key not in tasks_of_other,
+                    str(task_key[0]) if by_model else None,
+                )
+            )
+    return gaps
