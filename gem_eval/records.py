@@ -216,6 +216,10 @@ class TaskSpec(BaseModel):
     gamma: float = 1.0
     judge: JudgeSpec | None = None
     """The judge model and rubric of ``scorer: judge``."""
+    agent: str = "gem-eval"
+    """Who plays the task: gem-eval's own loop, or an agent program (``--agent``, see
+    :mod:`gem_eval.agents`). Not part of what a sample is: runs of two agents on the same
+    samples compare pair by pair, as runs of two models do."""
 
 
 class EpisodeSpec(BaseModel):

@@ -67,6 +67,12 @@ class Trajectory(Returns, BaseModel):
     model: str
     seed: int | None = None
     tool_mode: str = "native"
+    agent: str | None = None
+    """The agent that played (``--agent``); ``None``: gem-eval's own loop."""
+    agent_run: dict[str, Any] | None = None
+    """An agent program's own report: ``setup_s`` and ``run_s`` (its install and its
+    work, apart), ``version``, ``timed_out``, its ``turns`` (what it said and did each
+    turn) and what else it told (see :class:`gem_eval.agents.AgentResult`)."""
     initial_observation: str = ""
     messages: list[Message] = Field(default_factory=list)
     steps: list[Step] = Field(default_factory=list)

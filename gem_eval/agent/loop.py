@@ -151,7 +151,7 @@ class _Episode:
                 if mode == "native"
                 else tool_calls.from_text(output.text, self.tools)
             )
-            traj.messages.append(_assistant_message(output, mode))
+            traj.messages.append(assistant_message(output, mode))
             if calls:
                 try:
                     await self._run_tools(step, calls, mode)
@@ -270,7 +270,9 @@ class _Episode:
             self.traj.traceback = formatted_traceback(exc)
 
 
-def _assistant_message(output: ModelOutput, mode: str) -> Message:
+def assistant_message(output: ModelOutput, mode: str) -> Message:
+    """The assistant message a reply adds to the conversation (its tool calls in
+    ``native`` mode)."""
     message: Message = {"role": "assistant", "content": output.text}
     if mode == "native" and output.tool_calls:
         message["tool_calls"] = [

@@ -7,6 +7,7 @@ from typing import Annotated
 import typer
 
 from gem_eval._version import __version__
+from gem_eval.cli.agents import agents_app
 from gem_eval.cli.cache import cache_app
 from gem_eval.cli.envs import envs_app
 from gem_eval.cli.model_options import OrderedCommand
@@ -46,6 +47,7 @@ app.add_typer(results_app, name="results")
 app.add_typer(sandbox_app, name="sandbox")
 app.add_typer(tasks_app, name="tasks")
 app.add_typer(cache_app, name="cache")
+app.add_typer(agents_app, name="agents")
 
 
 def _print_version(value: bool) -> None:

@@ -172,3 +172,23 @@ def parse_key_values(pairs: list[str], flag: str) -> dict[str, Any]:
         except yaml.YAMLError:
             raise UserError(f"{flag} {key.strip()}: cannot read the value {value!r}") from None
     return out
+
+
+AgentName = Annotated[
+    str | None,
+    typer.Option(
+        "--agent",
+        metavar="NAME",
+        help="Who plays every task: gem-eval's own loop (gem-eval, the default), or an "
+        "agent program (terminus-2, mini-swe-agent, qwen-code: `gem-eval agents list`).",
+    ),
+]
+
+
+def agent_override(agent: str | None) -> dict[str, Any]:
+    """``--agent`` as a task override (checked: an unknown name is one line)."""
+    if agent is None:
+        return {}
+    from gem_eval.agents.registry import agent_info
+
+    return {"agent": agent_info(agent).name}

@@ -15,6 +15,7 @@ import typer
 
 from gem_eval.cli.options import (
     DEFAULT_RESULTS_DIR,
+    AgentName,
     ApiKeyEnv,
     Categories,
     ExecutorName,
@@ -25,6 +26,7 @@ from gem_eval.cli.options import (
     ResultsDir,
     SampleIds,
     TaskGlobs,
+    agent_override,
     parse_key_values,
     selection_options,
 )
@@ -85,6 +87,7 @@ def rollout(
     ] = None,
     seed: Annotated[int | None, typer.Option(help="Base seed of the samples.")] = None,
     max_turns: Annotated[int | None, typer.Option(help="Model calls per episode.")] = None,
+    agent: AgentName = None,
     concurrency: Annotated[int | None, typer.Option(min=1, help="Episodes in flight.")] = None,
     model_arg: ModelArgs = None,
     model_base_url: ModelBaseUrl = None,
@@ -140,14 +143,17 @@ def rollout(
         suite, limit = _suite_for(target, out, episodes, samples, gamma)
     elif target is not None:
         raise UserError("--resume replays the rollout's own suite: drop the env id or suite")
-    overrides = {"limits": {"max_turns": max_turns}} if max_turns is not None else None
+    overrides = {
+        **({"limits": {"max_turns": max_turns}} if max_turns is not None else {}),
+        **agent_override(agent),
+    }
     request = run_request(
         suite=suite,
         models=[ModelChoice(model)] if model else [],
         shared={"base_url": model_base_url, "backend": model_backend, "api_key_env": api_key_env},
         model_args=parse_key_values(args, "-M") if (model_arg or resume is None) else None,
         options={
-            "limit": limit, "epochs": epochs, "seed": seed, "overrides": overrides,
+            "limit": limit, "epochs": epochs, "seed": seed, "overrides": overrides or None,
             "concurrency": concurrency, **selection_options(task, sample, category),
         },
         resume=resume,

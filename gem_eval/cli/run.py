@@ -19,6 +19,7 @@ from gem_eval.cli.model_options import (
 from gem_eval.cli.options import (
     DEFAULT_REGISTRY,
     DEFAULT_RESULTS_DIR,
+    AgentName,
     Categories,
     ExecutorName,
     ImageMap,
@@ -27,6 +28,7 @@ from gem_eval.cli.options import (
     ResultsDir,
     SampleIds,
     TaskGlobs,
+    agent_override,
     check_executor,
     selection_options,
 )
@@ -74,6 +76,7 @@ def run(
     epochs: Annotated[int | None, typer.Option(help="Attempts per sample (pass@k).")] = None,
     seed: Annotated[int | None, typer.Option(help="Base seed of the samples.")] = None,
     max_turns: Annotated[int | None, typer.Option(help="Model calls per episode.")] = None,
+    agent: AgentName = None,
     concurrency: Annotated[
         int | None, typer.Option(min=1, help="Episodes in flight.  [default: 64]")
     ] = None,
@@ -197,7 +200,10 @@ def run(
     from gem_eval.sandbox.image_map import parse_image_map
 
     shared, choices = model_choices(ordered_options(ctx), warn=_warn)
-    overrides = {"limits": {"max_turns": max_turns}} if max_turns is not None else None
+    overrides = {
+        **({"limits": {"max_turns": max_turns}} if max_turns is not None else {}),
+        **agent_override(agent),
+    }
     shared_args = shared.pop("args", None)
     request = run_request(
         suite=suite,
@@ -207,7 +213,7 @@ def run(
         model_args=shared_args,
         models_file=models_file,
         options={
-            "limit": limit, "epochs": epochs, "seed": seed, "overrides": overrides,
+            "limit": limit, "epochs": epochs, "seed": seed, "overrides": overrides or None,
             "sandbox": sandbox,
             "image_map": parse_image_map(image_map) if image_map else None,
             "no_network": True if no_network else None,

@@ -8,6 +8,7 @@ local one without touching the agent loop or the runner.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import functools
 import logging
 import time
@@ -15,6 +16,7 @@ from abc import ABC, abstractmethod
 from typing import Any
 
 from gem_eval.agent import Limits, Redactor, run_episode
+from gem_eval.agents.programs import AgentPrograms, plays_itself
 from gem_eval.budget import Budget
 from gem_eval.envs.hosted import HostedEnv
 from gem_eval.errors import GemEvalError, UserError
@@ -108,6 +110,7 @@ class LocalExecutor(Executor):
         self.budget: Budget | None = None
         self.tasks: list[TaskSpec] = []
         self.judges = Judges(model_factory)  # the judge models of scorer: judge tasks
+        self.programs = AgentPrograms()  # --agent: programs that call the model over HTTP
 
     async def start(self, models: list[ModelSpec]) -> None:
         from gem_eval.models.chat_api import ChatAPIModel
@@ -123,6 +126,7 @@ class LocalExecutor(Executor):
                 if isinstance(model, ChatAPIModel) and model.api_base is not None:
                     await self._check_server(model)
         await self.judges.start(self.tasks, check=self._check_server)
+        await self.programs.start(self.tasks)
         # One redactor for the run: the environment's secrets and every model's key
         # (read from a variable whose name need not look secret).
         keys = [m.api_key for m in self.models.values() if isinstance(m, ChatAPIModel)]
@@ -170,23 +174,41 @@ class LocalExecutor(Executor):
             resources = await asyncio.to_thread(hosted.resources) if hosted else None
             if resources is not None and limits["max_time_s"] is None:
                 limits["max_time_s"] = resources.max_time_s
+            agent_plays = plays_itself(task)
+            if agent_plays:  # the agent acts in the sandbox itself: no tools are opened
+                task = task.model_copy(update={"tools": []})
+                if resources is not None:
+                    resources = dataclasses.replace(resources, tools=[])
             async with self.provisioner.episode(
                 task, resources, setup=functools.partial(_prepare, env.unwrapped)
             ) as (tools, sandbox):
-                trajectory = await run_episode(
-                    env,
-                    model,
-                    tools,
-                    Limits(**limits),
-                    seed=spec.seed,
-                    config=config,
-                    tool_mode=task.tool_mode,
-                    system_prompt=task.system_prompt,
-                    sandbox=sandbox,
-                    redactor=self.redactor,
-                    budget=self.budget,
-                )
-                files = _attachments(tools, self.redactor)
+                if agent_plays and sandbox is not None:
+                    trajectory, files = await self.programs.play(
+                        env,
+                        task,
+                        model,
+                        sandbox,
+                        seed=spec.seed,
+                        config=config,
+                        timeout_s=limits["max_time_s"],
+                        budget=self.budget,
+                        redactor=self.redactor,
+                    )
+                else:
+                    trajectory = await run_episode(
+                        env,
+                        model,
+                        tools,
+                        Limits(**limits),
+                        seed=spec.seed,
+                        config=config,
+                        tool_mode=task.tool_mode,
+                        system_prompt=task.system_prompt,
+                        sandbox=sandbox,
+                        redactor=self.redactor,
+                        budget=self.budget,
+                    )
+                    files = _attachments(tools, self.redactor)
         except GemEvalError as exc:  # no sandbox or tool server: not the model's fault
             return failed_record(run_id, spec, started, exc, outcome="infra_error")
         finally:
@@ -208,6 +230,7 @@ class LocalExecutor(Executor):
         self.budget = budget
 
     def check(self, tasks: list[TaskSpec]) -> None:
+        self.programs.check(tasks)
         self.provisioner.check(tasks)
         self.tasks = tasks  # start() asks each model whether it can play them
 
@@ -215,7 +238,9 @@ class LocalExecutor(Executor):
         await self.provisioner.prepare(tasks)
 
     def describe(self) -> dict[str, Any]:
-        return self.provisioner.describe()
+        described = self.provisioner.describe()
+        agents = self.programs.describe()
+        return {**described, "agents": agents} if agents else described
 
     def cache_counts(self) -> dict[str, int] | None:
         # A miss is a model call made (stored when it succeeded); a judge's lookups count too.
@@ -228,7 +253,10 @@ class LocalExecutor(Executor):
             for model in self.models.values():
                 await model.aclose()
             self.models.clear()
-            await self.judges.aclose()
+            try:
+                await self.judges.aclose()
+            finally:
+                await self.programs.aclose()
 
 
 async def _prepare(env: Any, sandbox: Sandbox) -> None:

@@ -46,7 +46,7 @@ MEASURED_FLAGS = {
     "limit": "--limit",
     "epochs": "--epochs",
     "seed": "--seed",
-    "overrides": "--max-turns",
+    "overrides": "--max-turns or --agent",
     "sandbox": "--sandbox",
     "image_map": "--image-map",
     "no_network": "--no-network",
@@ -55,6 +55,9 @@ MEASURED_FLAGS = {
     "categories": "--category",
 }
 """RunOptions fields a resume changes only with ``--force``."""
+
+_OVERRIDE_FLAGS = {"limits": "--max-turns", "agent": "--agent"}
+"""The flags behind the keys of ``overrides``."""
 
 
 @dataclass
@@ -114,9 +117,16 @@ def apply(
     if suite_changed:
         forced["--suite"] = "the suite file changed since the run started"
     for key, value in request.options.items():
+        if key == "overrides" and value is not None:  # --max-turns, --agent: key by key
+            value = {**(options.get(key) or {}), **value}
         if value is None or options.get(key) == value:
             continue
         flag = CONTROL_FLAGS.get(key) or MEASURED_FLAGS[key]
+        if key == "overrides":
+            before = options.get(key) or {}
+            flag = ", ".join(
+                _OVERRIDE_FLAGS.get(k, f"--{k}") for k in value if before.get(k) != value[k]
+            )
         (changed if key in CONTROL_FLAGS else forced)[flag] = value
         options = {**options, key: value}
     if request.model_args is not None and any(m.args != request.model_args for m in models):

@@ -123,6 +123,7 @@ class TaskFields(_Strict):
     samples: int = Field(default=1, ge=1)
     system_prompt: str | None = None
     scorer: Scorer = "success"
+    agent: str = "gem-eval"
     judge: Judge | None = None
     gamma: float = Field(default=1.0, ge=0, le=1)
     generation: Generation = Field(default_factory=Generation)

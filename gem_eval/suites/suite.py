@@ -197,7 +197,7 @@ class Suite:
         content = {
             "seed": self._base_seed(seed),
             "tasks": [
-                {"spec": spec.model_dump(mode="json"), "rows": task.rows}
+                {"spec": spec.model_dump(mode="json", exclude={"agent"}), "rows": task.rows}
                 for (spec, _, _, _), task in zip(self._plan(overrides), self.tasks)
             ],
         }

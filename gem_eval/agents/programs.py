@@ -1,0 +1,107 @@
+"""The agent programs a run's tasks name, and the endpoint they call the model through:
+what an executor holds for ``--agent`` (see :class:`AgentPrograms`)."""
+
+from __future__ import annotations
+
+import tempfile
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from gem_eval.agents.registry import DEFAULT_AGENT, check_agents, make_agent
+
+if TYPE_CHECKING:
+    from gem_eval.agent.redact import Redactor
+    from gem_eval.agents.base import Agent, AgentResult
+    from gem_eval.budget import Budget
+    from gem_eval.core import Env
+    from gem_eval.endpoint import ModelEndpoint
+    from gem_eval.models.base import GenerateConfig, Model
+    from gem_eval.records import TaskSpec
+    from gem_eval.sandbox.base import Sandbox
+    from gem_eval.trajectory import Trajectory
+
+
+def plays_itself(task: TaskSpec) -> bool:
+    """Whether ``task`` is played by an agent program rather than gem-eval's own loop."""
+    return task.agent != DEFAULT_AGENT
+
+
+class AgentPrograms:
+    """Starts the agents the tasks name (once per run), the run's endpoint with them, and
+    plays their episodes (:func:`gem_eval.agents.episode.play_agent_episode`)."""
+
+    def __init__(self) -> None:
+        self.agents: dict[str, Agent] = {}
+        self.endpoint: ModelEndpoint | None = None
+
+    def check(self, tasks: list[TaskSpec]) -> None:
+        """Refuse tasks their agent cannot play (one line, before the run)."""
+        check_agents(tasks)
+
+    async def start(self, tasks: list[TaskSpec]) -> None:
+        """Start each agent the tasks name, and the endpoint if there is any."""
+        names = sorted({task.agent for task in tasks if plays_itself(task)})
+        if not names:
+            return
+        from gem_eval.endpoint import ModelEndpoint
+
+        self.endpoint = ModelEndpoint()
+        await self.endpoint.start()
+        for name in names:
+            agent = make_agent(name)
+            self.agents[name] = agent  # closed by aclose, even if start fails
+            await agent.start()
+
+    async def play(
+        self,
+        env: Env,
+        task: TaskSpec,
+        model: Model,
+        sandbox: Sandbox,
+        *,
+        seed: int | None,
+        config: GenerateConfig,
+        timeout_s: float | None,
+        budget: Budget | None,
+        redactor: Redactor | None,
+    ) -> tuple[Trajectory, dict[str, str]]:
+        """One episode of ``task`` played by its agent; its record and the agent's files."""
+        from gem_eval.agents.episode import play_agent_episode
+
+        assert self.endpoint is not None, "start() first"
+        with tempfile.TemporaryDirectory(prefix="gem-eval-agent-") as logs:
+            trajectory, result = await play_agent_episode(
+                env,
+                self.agents[task.agent],
+                model,
+                sandbox,
+                self.endpoint,
+                task=task,
+                seed=seed,
+                config=config,
+                timeout_s=timeout_s,
+                logs_dir=Path(logs),
+                budget=budget,
+                redactor=redactor,
+            )
+        return trajectory, _files(result, redactor)
+
+    def describe(self) -> dict[str, Any]:
+        """What the manifest records of each agent."""
+        return {name: agent.describe() for name, agent in self.agents.items()}
+
+    async def aclose(self) -> None:
+        try:
+            for agent in self.agents.values():
+                await agent.aclose()
+        finally:
+            self.agents.clear()
+            if self.endpoint is not None:
+                await self.endpoint.aclose()
+                self.endpoint = None
+
+
+def _files(result: AgentResult | None, redactor: Redactor | None) -> dict[str, str]:
+    if result is None:
+        return {}
+    return {name: redactor(text) if redactor else text for name, text in result.files.items()}
