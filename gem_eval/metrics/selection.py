@@ -53,6 +53,8 @@ class RunSelection:
         parts: ``latest``: the runs of a part or variant of the suite shown because the
             model has no run of the whole suite as written, as ``(model, run)``.
         left_out: ``named``: one line per run named but not shown, saying why.
+        passed_over: ``latest``: a model's newest run of the whole suite, unfinished,
+            passed over for an earlier finished run, as ``(model, passed over, shown)``.
     """
 
     rule: Rule
@@ -64,6 +66,7 @@ class RunSelection:
     other_scorers: set[str] = field(default_factory=set)
     parts: list[tuple[str, Run]] = field(default_factory=list)
     left_out: list[str] = field(default_factory=list)
+    passed_over: list[tuple[str, Run, Run]] = field(default_factory=list)
 
     @property
     def run_ids(self) -> list[str]:
@@ -130,6 +133,12 @@ class RunSelection:
             f"its row is run {run['run_id']}'s, played with {run.get('variant')}"
             for model, run in self.parts
         ]
+        lines += [
+            f"{model}'s latest run of the whole suite {newer.get('suite')}, "
+            f"{newer['run_id']}, is {newer.get('status')}: its row is the earlier finished "
+            f"run {run['run_id']}'s"
+            for model, newer, run in self.passed_over
+        ]
         return lines + _hash_warnings(self.runs)
 
     def hint(self) -> str | None:
@@ -189,6 +198,7 @@ def select_runs(
     chosen: dict[str, set[str]] = {}
     unfinished: list[tuple[str, Run]] = []
     parts: list[tuple[str, Run]] = []
+    passed_over: list[tuple[str, Run, Run]] = []
     for (_, model), runs in sorted(_by_suite_and_model(fits).items()):
         run = max(runs, key=lambda r: _preference(r, by_id))
         chosen.setdefault(run["run_id"], set()).add(model)
@@ -196,6 +206,10 @@ def select_runs(
             unfinished.append((model, run))
         if run.get("variant"):
             parts.append((model, run))
+        whole = [r for r in runs if not r.get("variant")]
+        newest = max(whole, key=lambda r: _preference(r, by_id)[2:], default=run)
+        if newest.get("status") != "finished" and played_at(newest, by_id) > played_at(run, by_id):
+            passed_over.append((model, newest, run))
     fit_ids = {r["run_id"] for r in fits}
     shown = [r for r in fits if r["run_id"] in chosen]
     others = {
@@ -205,7 +219,15 @@ def select_runs(
         for label in (r.get("scorers") or {}).values()
     }
     return RunSelection(
-        "latest", _oldest_first(shown), chosen, scorer, len(pool), unfinished, others, parts
+        "latest",
+        _oldest_first(shown),
+        chosen,
+        scorer,
+        len(pool),
+        unfinished,
+        others,
+        parts,
+        passed_over=passed_over,
     )
 
 

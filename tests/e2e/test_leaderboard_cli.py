@@ -64,7 +64,11 @@ def test_an_unfinished_run_is_shown_only_without_a_finished_one(tmp_path: Path) 
         ("openai/x", "alone"),
     ]
     note = "note: openai/x has no finished run of fixed: its latest, alone, is failed"
-    assert done.stderr.splitlines() == [note]
+    passed = (
+        f"note: {MODEL}'s latest run of the whole suite fixed, cut, is interrupted: its row "
+        "is the earlier finished run done's"
+    )
+    assert done.stderr.splitlines() == [note, passed]
 
 
 def test_an_exploratory_rescore_is_set_beside_never_averaged(

@@ -148,7 +148,9 @@ def test_a_part_of_the_suite_stands_only_for_a_model_without_a_whole_run() -> No
     assert chosen.models == {"a-whole": {"a"}, "b-part": {"b"}}
     assert chosen.warnings() == [
         "b has no finished run of the whole suite smoke as written: its row is run "
-        "b-part's, played with --sample 0-4"
+        "b-part's, played with --sample 0-4",
+        "b's latest run of the whole suite smoke, b-cut, is interrupted: its row is the "
+        "earlier finished run b-part's",
     ]
     assert chosen.variants() == {"b-part": "--sample 0-4"}
     every = select_runs(runs, all_runs=True)
@@ -221,3 +223,21 @@ def test_named_runs_are_counted_as_named_and_those_left_out_are_named() -> None:
     every = select_runs(runs, all_runs=True, scorer="return")
     assert every.title("model") == "suite smoke, every run (1), run ret, scored by return, by model"
     assert every.hint() == "2 other runs hold no scores by return"
+
+
+def test_a_newer_unfinished_run_passed_over_is_named() -> None:
+    """The board shows a's finished run, and says that a newer one is interrupted; an
+    older unfinished run, or one of part of the suite, is no news."""
+    runs = [
+        run("old-cut", 0, status="interrupted"),
+        run("done", 1),
+        run("part", 2, variant="--task 't0'"),
+        run("cut", 3, status="interrupted"),
+        run("cut-part", 4, status="failed", variant="--task 't0'"),
+    ]
+    chosen = select_runs(runs)
+    assert chosen.models == {"done": {"m"}}
+    assert chosen.warnings() == [
+        "m's latest run of the whole suite smoke, cut, is interrupted: its row is the "
+        "earlier finished run done's"
+    ]
