@@ -113,7 +113,8 @@ def test_math_suite_oracle_with_and_without_python(
 
     openai_server.handler = handler
     recs = run_suite(openai_server, "math", tmp_path, "--limit", "3")
-    assert len(recs) == 9 and all(r["outcome"] == "completed" for r in recs), recs
+    ended = [(r["task_id"], r["outcome"], (r["trajectory"] or {}).get("error")) for r in recs]
+    assert len(recs) == 9 and all(r["outcome"] == "completed" for r in recs), ended
     assert [r["score"] for r in recs] == [1.0] * 9
     python_runs = [r for r in recs if r["task_id"] == "math-python"]
     events = [e for r in python_runs for s in r["trajectory"]["steps"] for e in s["tool_events"]]
