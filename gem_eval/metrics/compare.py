@@ -12,7 +12,7 @@ import math
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Literal
 
-from gem_eval.metrics.coverage import Gap, find_gaps
+from gem_eval.metrics.coverage import Gap, count, find_gaps
 from gem_eval.metrics.stats import McNemarResult, mcnemar, paired_bootstrap_diff
 from gem_eval.metrics.summary import prepare
 
@@ -107,6 +107,16 @@ class Comparison:
     def new_lacks_base(self) -> bool:
         """The new run lacks a model, a task or samples that the base run played."""
         return bool(self.only_base) or any(gap.side == "base" for gap in self.gaps)
+
+    def lacking(self) -> str:
+        """What the new run lacks of the base run, counted: ``1 model, 15 samples of 3
+        tasks`` (empty when nothing)."""
+        gaps = [gap for gap in self.gaps if gap.side == "base"]
+        parts = [count(len(self.only_base), "model")] if self.only_base else []
+        if gaps:
+            samples = count(sum(gap.samples for gap in gaps), "sample")
+            parts.append(f"{samples} of {count(len({gap.task_id for gap in gaps}), 'task')}")
+        return ", ".join(parts)
 
     def unpaired_models(self) -> list[str]:
         """One line per model of one run only, which the comparison leaves out."""
@@ -297,7 +307,8 @@ def gate(
         reasons.append(f"no episode was scored in both runs (paired on {', '.join(cmp.paired_on)})")
     elif cmp.new_lacks_base and not allow_subset:
         reasons.append(
-            "the new run lacks episodes the baseline played: a gate compares like with like"
+            f"the new run lacks {cmp.lacking()} that the baseline played: a gate compares "
+            "like with like"
         )
     if reasons:
         return GateVerdict("incomparable", EXIT_INCOMPARABLE, [*reasons, *cmp.unpaired()], cmp)

@@ -41,11 +41,16 @@ class Gap:
         """The gap in one line (``task t2 is in the base run only (10 samples): not
         compared``)."""
         task = f"task {self.task_id}" + (f" of model {self.model}" if self.model else "")
-        count = f"{self.samples} sample" + ("" if self.samples == 1 else "s")
+        samples = count(self.samples, "sample")
         if self.whole:
-            return f"{task} is in the {self.side} run only ({count}): not compared"
+            return f"{task} is in the {self.side} run only ({samples}): not compared"
         verb = "is" if self.samples == 1 else "are"
-        return f"{task}: {count} {verb} in the {self.side} run only: not compared"
+        return f"{task}: {samples} {verb} in the {self.side} run only: not compared"
+
+
+def count(n: int, noun: str) -> str:
+    """``1 sample``, ``2 samples``: a count in words that agree with it."""
+    return f"{n:,} {noun}" + ("" if n == 1 else "s")
 
 
 def find_gaps(base: pd.DataFrame, new: pd.DataFrame, on: Sequence[str]) -> list[Gap]:

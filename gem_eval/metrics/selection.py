@@ -28,6 +28,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
+from gem_eval.metrics.coverage import count
 from gem_eval.store.scorers import scorer_name
 
 if TYPE_CHECKING:
@@ -109,7 +110,7 @@ class RunSelection:
         elif self.rule == "all":
             parts.append(f"every run ({len(self.runs)})")
         else:
-            parts.append(f"{_count(self.considered, 'run')} named")
+            parts.append(f"{count(self.considered, 'run')} named")
         if len(self.runs) == 1:
             parts.append(f"run {self.runs[0]['run_id']}")
         if self.scorer is not None:
@@ -149,8 +150,8 @@ class RunSelection:
             return None
         if self.rule == "all":
             verb = "holds" if left == 1 else "hold"
-            return f"{_count(left, 'other run')} {verb} no scores by {self.scorer}"
-        line = f"{_count(left, 'other run')} not shown: --all-runs shows every run"
+            return f"{count(left, 'other run')} {verb} no scores by {self.scorer}"
+        line = f"{count(left, 'other run')} not shown: --all-runs shows every run"
         if self.other_scorers:
             names = "|".join(sorted(self.other_scorers))
             line += f", --scorer {names} the latest scored so"
@@ -325,15 +326,6 @@ def _hash_warnings(runs: list[Run]) -> list[str]:
 
 def _few(names: list[str], most: int = 3) -> str:
     return ", ".join(names[:most]) + (f" and {len(names) - most} more" if len(names) > most else "")
-
-
-def _noun(n: int, noun: str) -> str:
-    return noun if n == 1 else noun + "s"
-
-
-def _count(n: int, noun: str) -> str:
-    """``1 run``, ``2 runs``."""
-    return f"{n} {_noun(n, noun)}"
 
 
 def _age(run: Run) -> tuple[float, str]:

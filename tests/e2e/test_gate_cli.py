@@ -202,7 +202,8 @@ def test_3_a_run_of_part_of_the_baselines_tasks(results: Path) -> None:
     assert done.returncode == 3, done.stdout + done.stderr
     assert done.stdout.splitlines() == [
         "gate INCOMPARABLE: part against baseline base",
-        "  the new run lacks episodes the baseline played: a gate compares like with like",
+        "  the new run lacks 100 samples of 2 tasks that the baseline played: a gate "
+        "compares like with like",
         *missing,
         "  --allow-subset judges the part both runs played",
     ]

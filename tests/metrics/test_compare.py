@@ -259,6 +259,7 @@ def test_a_model_of_one_run_only_is_named_not_dropped() -> None:
     ]
     verdict = gate(base, new)  # the new run lacks model y: not like with like
     assert (verdict.status, verdict.exit_code) == ("incomparable", 3)
+    assert verdict.reasons[0].startswith("the new run lacks 1 model that the baseline played")
     assert "model y is in the base run only: not compared" in verdict.reasons
     subset = gate(base, new, allow_subset=True)
     assert subset.status == "pass" and subset.reasons[1:] == cmp.unpaired_models()
@@ -314,7 +315,8 @@ def test_the_gate_does_not_judge_a_part_of_the_baselines_tasks_unless_asked() ->
     verdict = gate(base, new)
     assert (verdict.status, verdict.exit_code) == ("incomparable", 3)
     assert verdict.reasons == [
-        "the new run lacks episodes the baseline played: a gate compares like with like",
+        "the new run lacks 20 samples of 1 task that the baseline played: a gate compares "
+        "like with like",
         "task t1 is in the base run only (20 samples): not compared",
     ]
     subset = gate(base, new, allow_subset=True)
