@@ -73,8 +73,9 @@ def check_file(
     registry: str | None = None,
 ) -> tuple[Suite | None, list[Problem]]:
     """Every problem of a suite file: the loader's, then :func:`check_suite`'s on the
-    tasks that resolved; in the order of the file. ``registry``: where ``NAME@VERSION``
-    datasets are looked up (see :func:`~gem_eval.suites.loader.load_suite`).
+    tasks that resolved; in the order of the file, each once (a task file named twice
+    is checked twice). ``registry``: where ``NAME@VERSION`` datasets are looked up (see
+    :func:`~gem_eval.suites.loader.load_suite`).
 
     Returns:
         The suite (``None`` when it cannot be loaded at all) and its problems.
@@ -84,7 +85,8 @@ def check_file(
     suite, problems = collect_suite(path_or_name, search_dirs=search_dirs, registry=registry)
     if suite is not None:
         problems = problems + check_suite(suite)
-    return suite, sorted(problems, key=lambda p: (p.path or "", p.line or 0))
+    unique = dict.fromkeys(problems)
+    return suite, sorted(unique, key=lambda p: (p.path or "", p.line or 0))
 
 
 @dataclass(frozen=True)

@@ -17,7 +17,7 @@ from gem_eval.errors import UserError, did_you_mean
 from gem_eval.registry.fetch import fetch_dataset
 from gem_eval.registry.index import DatasetRef
 from gem_eval.suites.models import model_specs
-from gem_eval.suites.problems import Problem, Problems, validated
+from gem_eval.suites.problems import Problem, Problems, Validated, validated
 from gem_eval.suites.registered import dataset_suite, family_doc
 from gem_eval.suites.resolve import Layer, resolve_item
 from gem_eval.suites.schema import Loc, SuiteError, SuiteFile, TaskFile
@@ -123,49 +123,37 @@ def _load(
         fetched = fetch_dataset(str(path_or_name), registry)  # no suite file: a dataset
         suite = _load_doc(family_doc(fetched), problems, registry)
         return None if suite is None else dataset_suite(suite, fetched)
-    return _load_doc(read_yaml(path), problems, registry)
+    return _load_doc(read_yaml(path, collect=problems.collect), problems, registry)
 
 
 def _load_doc(doc: YamlDoc, problems: Problems, registry: str | None) -> Suite | None:
+    for duplicate in doc.duplicates:
+        problems.add(duplicate)
     data = doc.data
     if isinstance(data, dict) and "tasks" not in data and ("env" in data or "dataset" in data):
-        lone_file, _ = validated(doc, TaskFile, problems)
-        if lone_file is None:
+        lone_file = validated(doc, TaskFile, problems)
+        if lone_file.value is None:
             return None
-        values = lone_file.model_dump(exclude_unset=True)
-        lone = resolve_item(doc, (), [], values, problems, stem=doc.path.stem, registry=registry)
-        return Suite(name=doc.path.stem, tasks=lone, path=doc.path)
+        values = lone_file.value.model_dump(exclude_unset=True)
+        stem = doc.path.stem
+        lone = resolve_item(doc, (), [], values, problems, lone_file.unsure, stem, registry)
+        return Suite(name=stem, tasks=lone.tasks if lone.sound else [], path=doc.path)
     if not isinstance(data, dict):
         raise doc.error((), "a suite file is a mapping with a `tasks:` list")
-    suite, indices = validated(doc, SuiteFile, problems)
+    checked = validated(doc, SuiteFile, problems)
+    suite = checked.value
     if suite is None:
         return None
     defaults = suite.defaults.model_dump(exclude_unset=True)
     base = [Layer(doc, ("defaults",), {k: v for k, v in defaults.items() if k != "seed"})]
-    tasks: list[SuiteTask] = []
-    seen: dict[str, int] = {}
-    for index, item in zip(indices, suite.tasks):
-        loc: Loc = ("tasks", index)
-        values = item.model_dump(exclude_unset=True)
-        for task in resolve_item(doc, loc, base, values, problems, registry=registry):
-            if task.spec.id in seen:
-                where = "id" if "id" in values else "file" if "file" in values else "env"
-                first = seen[task.spec.id]
-                problems.add(
-                    doc.error(
-                        (*loc, where),
-                        f"duplicate task id {task.spec.id!r} (also tasks[{first}] on line "
-                        f"{doc.lines[('tasks', first)]}); give one of them a distinct `id`",
-                    )
-                )
-                continue
-            seen[task.spec.id] = index
-            tasks.append(task)
+    tasks = _tasks(doc, checked, base, problems, registry)
     try:
         models = model_specs(suite.models, doc, ("models",))
     except SuiteError as exc:
         problems.add(exc)
         models = []
+    if not checked.kept:  # no task left to check (a mistake in `tasks`, reported)
+        return None
     return Suite(
         name=suite.name or doc.path.stem,
         tasks=tasks,
@@ -176,3 +164,42 @@ def _load_doc(doc: YamlDoc, problems: Problems, registry: str | None) -> Suite |
         cache=suite.cache,
         models=models,
     )
+
+
+def _tasks(
+    doc: YamlDoc,
+    checked: Validated[SuiteFile],
+    base: list[Layer],
+    problems: Problems,
+    registry: str | None,
+) -> list[SuiteTask]:
+    """The task items ``checked`` kept, resolved over ``base``, their ids compared;
+    a task a mistake left unsound (see :class:`~gem_eval.suites.resolve.Resolved`) is
+    left out."""
+    assert checked.value is not None
+    tasks: list[SuiteTask] = []
+    seen: dict[str, int] = {}
+    taken: set[str] = set()
+    for index, item in zip(checked.kept, checked.value.tasks):
+        loc: Loc = ("tasks", index)
+        values = item.model_dump(exclude_unset=True)
+        unsure = checked.unsure_of(index)
+        resolved = resolve_item(doc, loc, base, values, problems, unsure, registry=registry)
+        for task in resolved.tasks:
+            if resolved.named and task.spec.id in seen:
+                where = "id" if "id" in values else "file" if "file" in values else "env"
+                first = seen[task.spec.id]
+                problems.add(
+                    doc.error(
+                        (*loc, where),
+                        f"duplicate task id {task.spec.id!r} (also tasks[{first}] on line "
+                        f"{doc.lines[('tasks', first)]}); give one of them a distinct `id`",
+                    )
+                )
+                continue
+            if resolved.named:
+                seen[task.spec.id] = index
+            if resolved.sound and task.spec.id not in taken:
+                taken.add(task.spec.id)
+                tasks.append(task)
+    return tasks

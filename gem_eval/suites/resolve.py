@@ -34,7 +34,7 @@ from gem_eval.errors import (
     did_you_mean,
 )
 from gem_eval.records import TaskSpec
-from gem_eval.registration import accepted_kwargs, spec
+from gem_eval.registration import EnvSpec, accepted_kwargs, spec
 from gem_eval.registry.fetch import FetchedDataset
 from gem_eval.suites.problems import Problems, validated
 from gem_eval.suites.registered import dataset_path
@@ -67,21 +67,57 @@ def _lookup(values: Any, loc: Sequence[str]) -> Any:
     return values
 
 
+@dataclass(frozen=True)
+class Resolved:
+    """What a task item resolves to.
+
+    Attributes:
+        tasks: Its tasks (several when the env expands its args); none when its env, or
+            the env's expansion, could not be resolved.
+        sound: Nothing that shapes its envs was at fault or left out by a mistake: a
+            check may build them (:func:`~gem_eval.suites.check.check_suite`).
+        named: Its ids are the ones the file means (no ``id``, ``file`` or ``dataset``
+            was left out by a mistake), to be compared with the other tasks'.
+    """
+
+    tasks: list[SuiteTask]
+    sound: bool = True
+    named: bool = True
+
+
 def resolve_item(
     doc: YamlDoc,
     loc: Loc,
     base: list[Layer],
     values: dict[str, Any],
     problems: Problems,
+    unsure: frozenset[str] = frozenset(),
     stem: str | None = None,
     registry: str | None = None,
-) -> list[SuiteTask]:
-    """:func:`_resolve`, its problem added to ``problems`` (no task when there is one)."""
+) -> Resolved:
+    """One task item: its file, env id, args, dataset and id, merged over ``base``;
+    several tasks when the env expands its args (a directory of terminal tasks, or a
+    registry dataset's ``NAME@VERSION`` looked up in ``registry``).
+
+    Every mistake goes to ``problems`` (the first is raised unless collecting); what a
+    mistake does not touch is still checked.
+
+    Args:
+        doc, loc: The file and place of the item.
+        base: The layers below it (the suite's ``defaults``).
+        values: Its keys.
+        problems: Where its mistakes go.
+        unsure: The task keys a mistake already left out (see
+            :class:`~gem_eval.suites.problems.Validated`): what they could change is
+            not checked.
+        stem: Names the task when nothing else does (a lone task file's stem).
+        registry: Where ``NAME@VERSION`` datasets are looked up.
+    """
     try:
-        return _resolve(doc, loc, base, values, problems, stem, registry)
-    except UserError as exc:  # a SuiteError, or a missing optional package
+        return _resolve(doc, loc, base, dict(values), problems, set(unsure), stem, registry)
+    except UserError as exc:  # e.g. a missing optional package
         problems.add(exc)
-        return []
+        return Resolved([], sound=False, named=False)
 
 
 def _resolve(
@@ -90,83 +126,77 @@ def _resolve(
     base: list[Layer],
     values: dict[str, Any],
     problems: Problems,
-    stem: str | None = None,
-    registry: str | None = None,
-) -> list[SuiteTask]:
-    """One task item: its file, env id, args, dataset and id, merged over ``base``;
-    several tasks when the env expands its args (a directory of terminal tasks, or a
-    registry dataset's ``NAME@VERSION`` looked up in ``registry``).
-
-    ``stem`` names the task when nothing else does (a lone task file's stem). Mistakes
-    in its task file's keys go to ``problems`` (all of them, when collecting).
-    """
+    unsure: set[str],
+    stem: str | None,
+    registry: str | None,
+) -> Resolved:
     layers = list(base)
     if "file" in values:
-        path = _find_file(values.pop("file"), doc, loc)
-        file_doc = read_yaml(path)
-        task_file, _ = validated(file_doc, TaskFile, problems)
-        if task_file is None:
-            return []
-        file_values = task_file.model_dump(exclude_unset=True)
-        layers.append(Layer(file_doc, (), file_values))
-        stem = path.stem
+        found = _task_file(values.pop("file"), doc, loc, problems)
+        if found is None:
+            unsure.add("file")
+        else:
+            layers.append(found[0])
+            unsure |= found[1]
+            stem = found[0].doc.path.stem
     layers.append(Layer(doc, loc, values))
     merged = merge_layers([layer.values for layer in layers])
-    if "env" not in merged:
+    sound = not unsure & {"env", "file", "args", "dataset"}
+    named = not unsure & {"id", "file", "dataset"}
+    if "env" not in merged and not unsure & {"env", "file"}:
         where = layers[-2] if len(layers) > len(base) + 1 else layers[-1]  # file, else item
-        raise where.doc.error(where.loc, "a task needs `env` (an env id) or `file` (a task file)")
-    if merged.get("scorer") == "judge" and not merged.get("judge"):
+        problems.add(
+            where.doc.error(where.loc, "a task needs `env` (an env id) or `file` (a task file)")
+        )
+    if merged.get("scorer") == "judge" and not merged.get("judge") and "judge" not in unsure:
         doc_at, loc_at = _origin(layers, "scorer")
-        raise doc_at.error(loc_at, "scorer: judge needs a `judge:` (its model and rubric)")
-    env_doc, env_loc = _origin(layers, "env")
-    try:
-        env_spec = spec(merged["env"])
-    except UnknownEnvError as exc:
-        raise env_doc.error(env_loc, str(exc)) from None
-    try:
-        factory = env_spec.load()
-        accepted = accepted_kwargs(factory)
-    except RegistrationError:  # e.g. an optional dependency is missing: checked at run time
-        factory, accepted = None, None
+        problems.add(doc_at.error(loc_at, "scorer: judge needs a `judge:` (its model and rubric)"))
+    env_spec, factory, accepted = _env(layers, merged, problems)
+    env_id = env_spec.id if env_spec is not None else str(merged.get("env"))
     args: dict[str, Any] = {k: _interpolate(v) for k, v in merged.get("args", {}).items()}
     unknown = [key for key in args if accepted is not None and key not in accepted]
     for key in unknown:
         arg_doc, arg_loc = _origin(layers, "args", key)
         hint = did_you_mean(key, accepted or ())
-        problems.add(arg_doc.error(arg_loc, f"{env_spec.id} takes no parameter {key!r}.{hint}"))
-    if unknown:
-        return []
+        problems.add(arg_doc.error(arg_loc, f"{env_id} takes no parameter {key!r}.{hint}"))
+    sound = sound and env_spec is not None and not unknown
     expand = getattr(factory, "expand", None)
     expanded = None
     fetched = None
-    if expand is not None:
+    if expand is not None and sound:
         args = _absolute_paths(args, [_origin(layers, "args")[0].path.parent, bundled_root()], True)
-        fetched = _fetched(args, layers, registry)
-        if fetched is not None:
-            args = {**args, "path": str(fetched.root)}
-        expanded = _expanded(expand, args, layers)
-    if accepted is not None and "dataset" not in merged and expanded is None:
-        _check_env_builds(env_spec.id, args, layers)
-    task_id = merged.get("id") or stem or env_spec.id
+        try:
+            fetched = _fetched(args, layers, registry)
+            if fetched is not None:
+                args = {**args, "path": str(fetched.root)}
+            expanded = _expanded(expand, args, layers)
+        except UserError as exc:
+            problems.add(exc)
+            sound = False
+    unexpanded = expand is not None and not sound  # its ids and args: the expansion's
+    named = named and not unexpanded
+    if sound and accepted is not None and "dataset" not in merged and expanded is None:
+        try:
+            _check_env_builds(env_id, args, layers)
+        except SuiteError as exc:
+            problems.add(exc)
+            sound = False
+    task_id = merged.get("id") or stem or env_id
     rows = None
     if "dataset" in merged:
         source = Dataset.model_validate(merged["dataset"])
-        rows = _dataset_rows(layers, source, accepted, env_spec.id)
+        rows = _dataset_rows(layers, source, accepted, env_id, problems)
+        sound = sound and rows is not None
         if "id" not in merged and stem is None:
             task_id = source.path if dataset_format(source) == "hf" else Path(source.path).stem
     spec_values = {k: merged[k] for k in TaskSpec.model_fields if k in merged}
-    spec_values.update(id=task_id, env_id=env_spec.id, env_kwargs=args)
+    spec_values.update(id=task_id, env_id=env_id, env_kwargs=args)
     if "tools" in merged:
-        spec_values["tools"] = _check_tools(layers, merged["tools"])
-    if (merged.get("sandbox") or {}).get("build"):
-        spec_values["sandbox"] = {**merged["sandbox"], "build": _build_dir(layers)}
-    if (merged.get("sandbox") or {}).get("image_map"):  # targets may be build directories
-        doc_dir = _origin(layers, "sandbox", "image_map")[0].path.parent
-        image_map = _absolute_paths(merged["sandbox"]["image_map"], [doc_dir, bundled_root()], True)
-        spec_values["sandbox"] = {
-            **spec_values.get("sandbox", merged["sandbox"]),
-            "image_map": image_map,
-        }
+        spec_values["tools"] = _check_tools(layers, merged["tools"], problems)
+    if merged.get("sandbox"):
+        spec_values["sandbox"] = _sandbox(layers, merged["sandbox"], problems)
+    if env_spec is None or unexpanded:
+        return Resolved([], sound=False, named=False)
     samples = merged.get("samples", 1)
     if rows is not None:
         samples = min(samples, len(rows)) if "samples" in merged else len(rows)
@@ -180,21 +210,78 @@ def _resolve(
         dataset=None if fetched is None else fetched.pin(),
     )
     if expanded is None:
-        return [task]
-    return [
-        dataclasses.replace(
-            task,
-            spec=task.spec.model_copy(
-                update={
-                    "id": f"{task_id}/{item.name}",
-                    "env_kwargs": item.args,
-                    "category": task.spec.category or item.category,
-                    "tags": list(dict.fromkeys([*task.spec.tags, *item.tags])),
-                }
-            ),
-        )
-        for item in expanded
-    ]
+        return Resolved([task], sound, named)
+    return Resolved([_expansion_task(task, item) for item in expanded], sound, named)
+
+
+def _env(
+    layers: Sequence[Layer], merged: dict[str, Any], problems: Problems
+) -> tuple[EnvSpec | None, Any, set[str] | None]:
+    """The task's env (``None``: none, or unknown: a problem), its factory and the
+    parameters it takes (``None``: cannot tell)."""
+    if "env" not in merged:
+        return None, None, None
+    try:
+        env_spec = spec(merged["env"])
+    except UnknownEnvError as exc:
+        env_doc, env_loc = _origin(layers, "env")
+        problems.add(env_doc.error(env_loc, str(exc)))
+        return None, None, None
+    try:
+        factory = env_spec.load()
+        return env_spec, factory, accepted_kwargs(factory)
+    except RegistrationError:  # e.g. an optional dependency is missing: checked at run time
+        return env_spec, None, None
+
+
+def _expansion_task(task: SuiteTask, item: Any) -> SuiteTask:
+    """One of the tasks the env expands ``task`` into (``<task id>/<item name>``)."""
+    return dataclasses.replace(
+        task,
+        spec=task.spec.model_copy(
+            update={
+                "id": f"{task.spec.id}/{item.name}",
+                "env_kwargs": item.args,
+                "category": task.spec.category or item.category,
+                "tags": list(dict.fromkeys([*task.spec.tags, *item.tags])),
+            }
+        ),
+    )
+
+
+def _sandbox(
+    layers: Sequence[Layer], sandbox: dict[str, Any], problems: Problems
+) -> dict[str, Any]:
+    """``sandbox`` with its build directory and image-map targets (which may be build
+    directories) made absolute; a build directory without a Dockerfile is a problem."""
+    if sandbox.get("build"):
+        try:
+            sandbox = {**sandbox, "build": _build_dir(layers)}
+        except SuiteError as exc:
+            problems.add(exc)
+    if sandbox.get("image_map"):
+        doc_dir = _origin(layers, "sandbox", "image_map")[0].path.parent
+        image_map = _absolute_paths(sandbox["image_map"], [doc_dir, bundled_root()], True)
+        sandbox = {**sandbox, "image_map": image_map}
+    return sandbox
+
+
+def _task_file(
+    name: str, doc: YamlDoc, loc: Loc, problems: Problems
+) -> tuple[Layer, frozenset[str]] | None:
+    """The layer of the task file ``name`` that ``doc`` names at ``loc``, and the task
+    keys its mistakes left out; ``None`` when it cannot be found, read or used."""
+    try:
+        file_doc = read_yaml(_find_file(name, doc, loc), collect=problems.collect)
+    except SuiteError as exc:
+        problems.add(exc)
+        return None
+    for duplicate in file_doc.duplicates:
+        problems.add(duplicate)
+    task_file = validated(file_doc, TaskFile, problems)
+    if task_file.value is None:
+        return None
+    return Layer(file_doc, (), task_file.value.model_dump(exclude_unset=True)), task_file.unsure
 
 
 def _origins(layers: Sequence[Layer], merged: dict[str, Any]) -> dict[str, Origin]:
@@ -260,8 +347,11 @@ def _check_env_builds(env_id: str, args: dict[str, Any], layers: Sequence[Layer]
         raise doc.error(loc, failure.message)
 
 
-def _check_tools(layers: Sequence[Layer], entries: list[Any]) -> list[dict[str, Any]]:
-    """Each ``tools:`` entry as ``{name, settings}``, its kit built once to check it.
+def _check_tools(
+    layers: Sequence[Layer], entries: list[Any], problems: Problems
+) -> list[dict[str, Any]]:
+    """Each ``tools:`` entry as ``{name, settings}``, its kit built once to check it (an
+    entry that fails is a problem, and left out).
 
     Relative paths in settings (a corpus, a server script) are made absolute against the
     file that names them, then the bundled root, so a run works from any directory.
@@ -273,13 +363,16 @@ def _check_tools(layers: Sequence[Layer], entries: list[Any]) -> list[dict[str, 
     out = []
     for n, entry in enumerate(entries):
         if isinstance(entry, dict) and not isinstance(entry.get("name"), str):
-            raise doc.error((*loc, n), "a tool entry needs `name` (e.g. {name: search, ...})")
+            message = "a tool entry needs `name` (e.g. {name: search, ...})"
+            problems.add(doc.error((*loc, n), message))
+            continue
         tool = ToolSpec.model_validate(entry)
         tool.settings = _absolute_paths(tool.settings, [doc.path.parent, bundled_root()])
         try:
             build_kit(tool.name, tool.settings)
         except UserError as exc:
-            raise doc.error((*loc, n), str(exc)) from None
+            problems.add(doc.error((*loc, n), str(exc)))
+            continue
         out.append(tool.model_dump())
     return out
 
@@ -328,21 +421,29 @@ def _find_file(name: str, doc: YamlDoc, loc: Loc) -> Path:
 
 
 def _dataset_rows(
-    layers: Sequence[Layer], source: Dataset, accepted: set[str] | None, env_id: str
-) -> list[Row]:
+    layers: Sequence[Layer],
+    source: Dataset,
+    accepted: set[str] | None,
+    env_id: str,
+    problems: Problems,
+) -> list[Row] | None:
+    """The rows of ``source``; ``None`` when a problem was found (``fields`` the env
+    does not take are each one, and the rows are still read)."""
     ds_doc, ds_loc = _origin(layers, "dataset")
-    for name in source.fields or ():
-        if accepted is not None and name not in accepted:
-            hint = did_you_mean(name, accepted)
-            message = f"{env_id} takes no parameter {name!r} (fields: {{parameter: column}}).{hint}"
-            raise ds_doc.error((*ds_loc, "fields", name), message)
+    refused = [n for n in source.fields or () if accepted is not None and n not in accepted]
+    for name in refused:
+        hint = did_you_mean(name, accepted or ())
+        message = f"{env_id} takes no parameter {name!r} (fields: {{parameter: column}}).{hint}"
+        problems.add(ds_doc.error((*ds_loc, "fields", name), message))
     try:
         rows = load_rows(source, base_dirs=[ds_doc.path.parent, bundled_root(), Path.cwd()])
     except DatasetError as exc:
         if exc.path:  # located in the data file itself
-            raise SuiteError(exc.message, path=exc.path, line=exc.line) from None
-        where = ("fields", exc.key) if exc.key else ("path",)
-        raise ds_doc.error((*ds_loc, *where), exc.message) from None
+            problems.add(SuiteError(exc.message, path=exc.path, line=exc.line))
+        else:
+            where = ("fields", exc.key) if exc.key else ("path",)
+            problems.add(ds_doc.error((*ds_loc, *where), exc.message))
+        return None
     if source.fields is None and accepted is not None:  # each row's columns go to the env
         columns = [c for c in dict.fromkeys(c for row in rows for c in row) if c not in accepted]
         if columns:
@@ -351,10 +452,14 @@ def _dataset_rows(
             mapped |= {m[0]: c for c in columns if (m := closest(c, accepted, 1))}
             pairs = ", ".join(f"{k}: {v}" for k, v in mapped.items())
             hint = f" Perhaps `fields: {{{pairs}}}`?" if pairs else ""
-            raise ds_doc.error(
-                ds_loc,
-                f"{env_id} takes no parameter {shown} (column{'s' if len(columns) > 1 else ''} "
-                f"of {source.path}): without `fields:` every column is passed to the env; "
-                f"map the ones it takes with `fields: {{parameter: column}}`.{hint}",
+            problems.add(
+                ds_doc.error(
+                    ds_loc,
+                    f"{env_id} takes no parameter {shown} (column"
+                    f"{'s' if len(columns) > 1 else ''} of {source.path}): without `fields:` "
+                    "every column is passed to the env; map the ones it takes with "
+                    f"`fields: {{parameter: column}}`.{hint}",
+                )
             )
-    return rows
+            return None
+    return None if refused else rows

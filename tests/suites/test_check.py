@@ -158,7 +158,7 @@ def test_mistakes_within_one_task_and_the_schema_are_all_reported(here: Path) ->
     assert all(p.path == "suite.yaml" for p in problems)
 
 
-def test_a_mistake_in_what_every_task_depends_on_stops_there(here: Path) -> None:
+def test_a_mistake_in_what_every_task_inherits_hides_no_task_mistake(here: Path) -> None:
     suite_file(
         here,
         """
@@ -169,7 +169,7 @@ def test_a_mistake_in_what_every_task_depends_on_stops_there(here: Path) -> None
         """,
     )
     _, problems = check_file("suite.yaml")
-    assert [(p.line, p.field) for p in problems] == [(2, "defaults.args")]  # not the env id
+    assert [(p.line, p.field) for p in problems] == [(2, "defaults.args"), (4, "tasks[0].env")]
 
 
 def test_a_task_file_reports_all_its_mistakes_in_its_own_lines(here: Path) -> None:
