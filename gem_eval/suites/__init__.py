@@ -6,8 +6,10 @@
     suite = load_suite("smoke")  # suites/smoke.yaml, or a path
     episodes = suite.episodes([ModelSpec(name="openai/gpt-5")], limit=3)
 
-See :mod:`gem_eval.suites.schema` for the file format and :mod:`gem_eval.suites.loader`
-for how tasks resolve and expand. Dataset rows are read by :mod:`gem_eval.datasets`, and
+See :mod:`gem_eval.suites.schema` for the file format, :mod:`gem_eval.suites.resolve`
+for how tasks resolve and :mod:`gem_eval.suites.suite` how they expand, and
+:mod:`gem_eval.suites.problems` for how ``suites validate`` reports every mistake of a
+file. Dataset rows are read by :mod:`gem_eval.datasets`, and
 the bundled suites and tasks are found by :mod:`gem_eval.bundled`.
 """
 

@@ -16,10 +16,11 @@ from gem_eval.bundled import bundled_root
 from gem_eval.errors import UserError, did_you_mean
 from gem_eval.registry.fetch import fetch_dataset
 from gem_eval.registry.index import DatasetRef
+from gem_eval.suites.layers import Layer
 from gem_eval.suites.models import model_specs
 from gem_eval.suites.problems import Problem, Problems, Validated, validated
 from gem_eval.suites.registered import dataset_suite, family_doc
-from gem_eval.suites.resolve import Layer, resolve_item
+from gem_eval.suites.resolve import resolve_item
 from gem_eval.suites.schema import Loc, SuiteError, SuiteFile, TaskFile
 from gem_eval.suites.suite import Suite, SuiteTask
 from gem_eval.suites.yaml_doc import YamlDoc, read_yaml

@@ -4,9 +4,9 @@ dataset, tools and sandbox looked up and checked.
 A task's keys come from, lowest first: the schema's defaults, the suite's ``defaults``,
 its task file (``file:``), the task item, and the run's ``overrides``. ``limits``,
 ``generation`` and ``args`` merge key by key, ``tags`` accumulate, any other key
-replaces. A ``file:`` or dataset path is looked up relative to the file naming it, then
-the bundled root (:func:`~gem_eval.bundled.bundled_root`: the checkout, or the installed
-package's copy), then the working directory. The env id must be registered (its
+replaces (:mod:`gem_eval.suites.layers` keeps where each was written). A ``file:`` or
+dataset path is looked up relative to the file naming it, then the bundled root, then
+the working directory (:mod:`gem_eval.suites.paths`). The env id must be registered (its
 canonical spelling is kept) and must take every ``args`` key (and every ``fields`` name:
 the env gets a sample's fields at make time). A task's id is its ``id``, else the task
 file's stem, else the dataset's, else the env id.
@@ -36,35 +36,13 @@ from gem_eval.errors import (
 from gem_eval.records import TaskSpec
 from gem_eval.registration import EnvSpec, accepted_kwargs, spec
 from gem_eval.registry.fetch import FetchedDataset
+from gem_eval.suites.layers import Layer, origin, origins
+from gem_eval.suites.paths import absolute_paths, build_dir, find_file
 from gem_eval.suites.problems import Problems, validated
 from gem_eval.suites.registered import dataset_path
-from gem_eval.suites.schema import Loc, SuiteError, TaskFile, format_loc
-from gem_eval.suites.suite import Origin, SuiteTask, merge_layers
+from gem_eval.suites.schema import Loc, SuiteError, TaskFile
+from gem_eval.suites.suite import SuiteTask, merge_layers
 from gem_eval.suites.yaml_doc import YamlDoc, read_yaml
-
-
-@dataclass(frozen=True)
-class Layer:
-    """The keys one place (defaults, task file, task item) set, and where it is."""
-
-    doc: YamlDoc
-    loc: Loc
-    values: dict[str, Any]
-
-
-def _origin(layers: Sequence[Layer], *loc: str) -> tuple[YamlDoc, Loc]:
-    """The doc and loc of the last layer that set ``loc`` (e.g. ``"args", "size"``)."""
-    for layer in reversed(layers):
-        if _lookup(layer.values, loc) is not None:
-            return layer.doc, (*layer.loc, *loc)
-    return layers[-1].doc, layers[-1].loc
-
-
-def _lookup(values: Any, loc: Sequence[str]) -> Any:
-    """``values[loc[0]][loc[1]]...``, or ``None`` where a key is missing."""
-    for part in loc:
-        values = values.get(part) if isinstance(values, dict) else None
-    return values
 
 
 @dataclass(frozen=True)
@@ -149,14 +127,14 @@ def _resolve(
             where.doc.error(where.loc, "a task needs `env` (an env id) or `file` (a task file)")
         )
     if merged.get("scorer") == "judge" and not merged.get("judge") and "judge" not in unsure:
-        doc_at, loc_at = _origin(layers, "scorer")
+        doc_at, loc_at = origin(layers, "scorer")
         problems.add(doc_at.error(loc_at, "scorer: judge needs a `judge:` (its model and rubric)"))
     env_spec, factory, accepted = _env(layers, merged, problems)
     env_id = env_spec.id if env_spec is not None else str(merged.get("env"))
     args: dict[str, Any] = {k: _interpolate(v) for k, v in merged.get("args", {}).items()}
     unknown = [key for key in args if accepted is not None and key not in accepted]
     for key in unknown:
-        arg_doc, arg_loc = _origin(layers, "args", key)
+        arg_doc, arg_loc = origin(layers, "args", key)
         hint = did_you_mean(key, accepted or ())
         problems.add(arg_doc.error(arg_loc, f"{env_id} takes no parameter {key!r}.{hint}"))
     sound = sound and env_spec is not None and not unknown
@@ -164,7 +142,7 @@ def _resolve(
     expanded = None
     fetched = None
     if expand is not None and sound:
-        args = _absolute_paths(args, [_origin(layers, "args")[0].path.parent, bundled_root()], True)
+        args = absolute_paths(args, [origin(layers, "args")[0].path.parent, bundled_root()], True)
         try:
             fetched = _fetched(args, layers, registry)
             if fetched is not None:
@@ -206,7 +184,7 @@ def _resolve(
         epochs=merged.get("epochs", 1),
         rows=rows,
         source=f"{doc.shown}:{doc.lines.get(loc, 1)}",
-        origins=_origins(layers, merged),
+        origins=origins(layers, merged),
         dataset=None if fetched is None else fetched.pin(),
     )
     if expanded is None:
@@ -224,7 +202,7 @@ def _env(
     try:
         env_spec = spec(merged["env"])
     except UnknownEnvError as exc:
-        env_doc, env_loc = _origin(layers, "env")
+        env_doc, env_loc = origin(layers, "env")
         problems.add(env_doc.error(env_loc, str(exc)))
         return None, None, None
     try:
@@ -256,12 +234,12 @@ def _sandbox(
     directories) made absolute; a build directory without a Dockerfile is a problem."""
     if sandbox.get("build"):
         try:
-            sandbox = {**sandbox, "build": _build_dir(layers)}
+            sandbox = {**sandbox, "build": build_dir(layers)}
         except SuiteError as exc:
             problems.add(exc)
     if sandbox.get("image_map"):
-        doc_dir = _origin(layers, "sandbox", "image_map")[0].path.parent
-        image_map = _absolute_paths(sandbox["image_map"], [doc_dir, bundled_root()], True)
+        doc_dir = origin(layers, "sandbox", "image_map")[0].path.parent
+        image_map = absolute_paths(sandbox["image_map"], [doc_dir, bundled_root()], True)
         sandbox = {**sandbox, "image_map": image_map}
     return sandbox
 
@@ -272,7 +250,7 @@ def _task_file(
     """The layer of the task file ``name`` that ``doc`` names at ``loc``, and the task
     keys its mistakes left out; ``None`` when it cannot be found, read or used."""
     try:
-        file_doc = read_yaml(_find_file(name, doc, loc), collect=problems.collect)
+        file_doc = read_yaml(find_file(name, doc, loc), collect=problems.collect)
     except SuiteError as exc:
         problems.add(exc)
         return None
@@ -284,19 +262,6 @@ def _task_file(
     return Layer(file_doc, (), task_file.value.model_dump(exclude_unset=True)), task_file.unsure
 
 
-def _origins(layers: Sequence[Layer], merged: dict[str, Any]) -> dict[str, Origin]:
-    """Where the keys a run's checks point at were written (see :class:`Origin`)."""
-    keys: list[tuple[str, ...]] = [("env",), ("args",), ("dataset",), ("generation",)]
-    keys += [("args", k) for k in merged.get("args", {})]
-    keys += [("generation", k) for k in merged.get("generation", {})]
-    keys += [("dataset", "fields", k) for k in (merged.get("dataset") or {}).get("fields") or {}]
-    out = {}
-    for key in keys:
-        doc, loc = _origin(layers, *key)
-        out[".".join(key)] = Origin(doc.shown, doc.line(loc), format_loc(loc))
-    return out
-
-
 def _fetched(
     args: dict[str, Any], layers: Sequence[Layer], registry: str | None
 ) -> FetchedDataset | None:
@@ -304,7 +269,7 @@ def _fetched(
     try:
         return dataset_path(args.get("path"), registry)
     except RegistryError as exc:
-        doc, loc = _origin(layers, "args", "path")
+        doc, loc = origin(layers, "args", "path")
         raise doc.error(loc, str(exc)) from None
 
 
@@ -315,7 +280,7 @@ def _expanded(expand: Any, args: dict[str, Any], layers: Sequence[Layer]) -> lis
     except TaskFormatError:  # names the task's own file and line
         raise
     except UserError as exc:
-        doc, loc = _origin(layers, "args")
+        doc, loc = origin(layers, "args")
         raise doc.error(loc, str(exc)) from None
     return result
 
@@ -343,7 +308,7 @@ def _check_env_builds(env_id: str, args: dict[str, Any], layers: Sequence[Layer]
     if failure is not None:
         key = blamed_key(failure.message, list(args))
         where = ("args", key) if key else ("args",) if failure.arguments else ("env",)
-        doc, loc = _origin(layers, *where)
+        doc, loc = origin(layers, *where)
         raise doc.error(loc, failure.message)
 
 
@@ -359,7 +324,7 @@ def _check_tools(
     from gem_eval.records import ToolSpec
     from gem_eval.tools.kit import build_kit
 
-    doc, loc = _origin(layers, "tools")
+    doc, loc = origin(layers, "tools")
     out = []
     for n, entry in enumerate(entries):
         if isinstance(entry, dict) and not isinstance(entry.get("name"), str):
@@ -367,7 +332,7 @@ def _check_tools(
             problems.add(doc.error((*loc, n), message))
             continue
         tool = ToolSpec.model_validate(entry)
-        tool.settings = _absolute_paths(tool.settings, [doc.path.parent, bundled_root()])
+        tool.settings = absolute_paths(tool.settings, [doc.path.parent, bundled_root()])
         try:
             build_kit(tool.name, tool.settings)
         except UserError as exc:
@@ -375,49 +340,6 @@ def _check_tools(
             continue
         out.append(tool.model_dump())
     return out
-
-
-def _build_dir(layers: Sequence[Layer]) -> str:
-    """``sandbox.build`` as an absolute directory holding a Dockerfile."""
-    doc, loc = _origin(layers, "sandbox", "build")
-    name = str(_lookup(merge_layers([layer.values for layer in layers]), ("sandbox", "build")))
-    for base in (doc.path.parent, bundled_root(), Path.cwd()):
-        if (base / name / "Dockerfile").is_file():
-            return str((base / name).resolve())
-    raise doc.error(loc, f"no Dockerfile in {name!r} (relative to {doc.shown})")
-
-
-def _absolute_paths(value: Any, bases: Sequence[Path], bare: bool = False) -> Any:
-    """Strings naming an existing path relative to one of ``bases``, made absolute.
-    Only strings with a ``/`` are tried unless ``bare`` (values that are paths by
-    definition: a task directory, an image-map build directory)."""
-    if isinstance(value, dict):
-        return {k: _absolute_paths(v, bases, bare) for k, v in value.items()}
-    if isinstance(value, list):
-        return [_absolute_paths(v, bases, bare) for v in value]
-    if (
-        isinstance(value, str)
-        and value
-        and ("/" in value or bare)
-        and not value.startswith(("/", "-", "http"))
-    ):
-        for base in bases:
-            if (base / value).exists():
-                return str((base / value).resolve())
-    return value
-
-
-def _find_file(name: str, doc: YamlDoc, loc: Loc) -> Path:
-    """A task file named in ``doc``: relative to it, then the bundled root, then the cwd."""
-    relative = Path(name)
-    bases = [Path("/")] if relative.is_absolute() else [doc.path.parent, bundled_root(), Path.cwd()]
-    for base in bases:
-        if (base / relative).is_file():
-            return base / relative
-    dirs = [(b / relative).parent for b in bases]
-    nearby = {p.name for d in dirs if d.is_dir() for p in d.iterdir()}
-    hint = did_you_mean(relative.name, nearby)
-    raise doc.error((*loc, "file"), f"task file {name!r} not found{'.' + hint if hint else ''}")
 
 
 def _dataset_rows(
@@ -429,7 +351,7 @@ def _dataset_rows(
 ) -> list[Row] | None:
     """The rows of ``source``; ``None`` when a problem was found (``fields`` the env
     does not take are each one, and the rows are still read)."""
-    ds_doc, ds_loc = _origin(layers, "dataset")
+    ds_doc, ds_loc = origin(layers, "dataset")
     refused = [n for n in source.fields or () if accepted is not None and n not in accepted]
     for name in refused:
         hint = did_you_mean(name, accepted or ())
