@@ -112,7 +112,7 @@ def _render(suite: Suite) -> None:
     from rich.markup import escape
     from rich.table import Table
 
-    from gem_eval.cli.render import add_id_column, console, dataset_line, print_whole
+    from gem_eval.cli.render import add_id_column, dataset_line, print_whole
 
     head = Table.grid(padding=(0, 2))
     head.add_row("[bold]suite[/]", escape(suite.name))
@@ -127,7 +127,7 @@ def _render(suite: Suite) -> None:
     if suite.defaults:
         text = yaml.safe_dump(suite.defaults, sort_keys=False, width=1000).strip()
         head.add_row("[bold]defaults[/]", escape(text))
-    console.print(head)
+    print_whole(head)  # paths, hashes and commits whole, in a log as on a terminal
 
     table = Table(title=f"{len(suite.tasks)} tasks", title_justify="left")
     add_id_column(table, "id", [t.spec.id for t in suite.tasks])
