@@ -245,9 +245,6 @@ def _check(suite: Suite, options: RunOptions) -> None:
     if problems:
         more = f" (and {len(problems) - 1} more: gem-eval suites validate lists them)"
         raise UserError(str(problems[0]) + (more if len(problems) > 1 else ""))
-    from gem_eval.agents.registry import check_agents
-
-    check_agents(suite.task_specs(options.overrides, options.selection))
 
 
 def _suite(suite_ref: str | Suite | None, registry: str | None = None) -> Suite:

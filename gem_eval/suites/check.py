@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from gem_eval.errors import EnvArgumentError, UserError
-from gem_eval.records import EpisodeSpec, ModelSpec
+from gem_eval.records import EpisodeSpec, ModelSpec, TaskSpec
 from gem_eval.suites.problems import Problem
 from gem_eval.suites.selection import Selection, show_ids
 from gem_eval.suites.suite import Suite, SuiteTask
@@ -62,6 +62,7 @@ def check_suite(
     for task_id, played in by_task.items():
         task = tasks[task_id]
         problems += _generation_problems(task, played[0].task.generation)
+        problems += _agent_problems(task, played[0].task)
         problems += _env_problems(task, played)
     return problems
 
@@ -188,6 +189,17 @@ def _generation_problems(task: SuiteTask, settings: dict[str, Any]) -> list[Prob
         _problem(task, ("generation", key), message)
         for key, message in generation_problems(settings)
     ]
+
+
+def _agent_problems(task: SuiteTask, spec: TaskSpec) -> list[Problem]:
+    """An ``agent:`` that names no agent, or one that cannot play the task's family."""
+    from gem_eval.agents.registry import check_agents
+
+    try:
+        check_agents([spec])
+    except UserError as exc:
+        return [_problem(task, ("agent",), str(exc))]
+    return []
 
 
 def _problem(task: SuiteTask, key: tuple[str, ...], message: str) -> Problem:

@@ -102,3 +102,19 @@ def test_the_agent_is_not_part_of_what_a_sample_is(tmp_path: Path) -> None:
     from gem_eval.suites import load_suite
 
     assert load_suite(suite(tmp_path)).hash == load_suite(suite(tmp_path, "gem-eval")).hash
+
+
+def test_validate_names_an_unknown_agent_and_one_that_cannot_play(tmp_path: Path) -> None:
+    from gem_eval.suites.check import check_file
+
+    path = tmp_path / "bad.yaml"
+    path.write_text(
+        "tasks:\n"
+        "  - env: game:GuessTheNumber-v0-easy\n    agent: fake-cli\n"
+        "  - env: game:Wordle-v0-easy\n    agent: fake-clj\n"
+    )
+    _, problems = check_file(path)
+    said = [f"{p.line}: {p.message}" for p in problems]
+    assert len(said) == 2, said
+    assert "agent 'fake-cli' cannot play task" in said[0]
+    assert "unknown agent 'fake-clj'. Did you mean: fake-cli?" in said[1]
