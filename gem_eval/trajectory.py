@@ -132,6 +132,22 @@ class Trajectory(Returns, BaseModel):
 
         return {**data, "steps": [step_read(s) for s in data.get("steps") or []]}
 
+    def agent_requests(self) -> list[list[Message]]:
+        """For an agent program's episode, the messages each call sent, rebuilt from the
+        steps' ``info["request"]`` (a call's new messages after the one it extends, see
+        :mod:`gem_eval.agents.episode`); empty for gem-eval's own loop."""
+        if self.agent is None:
+            return []
+        requests: list[list[Message]] = []
+        for step in self.steps:
+            request = step.info.get("request") or {}
+            sent = list(request.get("messages") or [])
+            base = request.get("from")
+            if isinstance(base, int) and 0 <= base < len(requests):
+                sent = [*requests[base], self.steps[base].output.message(), *sent]
+            requests.append(sent)
+        return requests
+
     @property
     def rewards(self) -> list[float]:
         """The reward of every turn, in order: one turn is one model action and what

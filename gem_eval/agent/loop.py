@@ -273,17 +273,7 @@ class _Episode:
 def assistant_message(output: ModelOutput, mode: str) -> Message:
     """The assistant message a reply adds to the conversation (its tool calls in
     ``native`` mode)."""
-    message: Message = {"role": "assistant", "content": output.text}
-    if mode == "native" and output.tool_calls:
-        message["tool_calls"] = [
-            {
-                "id": c.id,
-                "type": "function",
-                "function": {"name": c.name, "arguments": c.arguments},
-            }
-            for c in output.tool_calls
-        ]
-    return message
+    return output.message(tool_calls=mode == "native")
 
 
 def _redacted(traj: Trajectory, redactor: Redactor) -> Trajectory:

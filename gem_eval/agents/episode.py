@@ -20,7 +20,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from gem_eval.agent.failures import describe, formatted_traceback, model_call_outcome, outcome_of
-from gem_eval.agent.loop import assistant_message
 from gem_eval.agent.redact import Redactor
 from gem_eval.agents.base import Agent, AgentEpisode, AgentError, AgentResult
 from gem_eval.endpoint import Call, EpisodeLine, ModelEndpoint
@@ -140,6 +139,7 @@ async def _run(
         result = AgentResult(timed_out=True)
     except (AgentError, SandboxError) as exc:
         agent_error = exc
+        result = exc.result if isinstance(exc, AgentError) else None
     if line.stopped is not None:  # the budget ran out: not the agent's to be scored on
         traj.outcome, traj.error = "cancelled", f"stopped: {line.stopped}"
         return result
@@ -225,7 +225,7 @@ class _Recorder:
         traj.steps.append(step)
         traj.usage = traj.usage + output.usage
         traj.retries += output.retries
-        reply = assistant_message(output, "native")
+        reply = output.message()
         self._last = [*call.messages, reply]
         traj.messages = list(self._last)
 

@@ -69,6 +69,21 @@ class ModelOutput(BaseModel):
     """Served from the response cache (:mod:`gem_eval.models.response_cache`) instead of
     the model: no call was made, ``usage.cost_usd`` is 0 and ``latency_s`` about 0."""
 
+    def message(self, tool_calls: bool = True) -> Message:
+        """The assistant message this reply adds to a conversation (with its native tool
+        calls unless ``tool_calls`` is False: the text protocol's calls are in the text)."""
+        message: Message = {"role": "assistant", "content": self.text}
+        if tool_calls and self.tool_calls:
+            message["tool_calls"] = [
+                {
+                    "id": c.id,
+                    "type": "function",
+                    "function": {"name": c.name, "arguments": c.arguments},
+                }
+                for c in self.tool_calls
+            ]
+        return message
+
 
 class GenerateConfig(BaseModel):
     """Generation settings; ``None`` leaves the provider's default.

@@ -52,8 +52,12 @@ def _prompts(trajectory: Trajectory) -> list[tuple[list[Message], Message]]:
     """For each step, the messages before its assistant message, and that message.
 
     The agent loop appends one assistant message per model call, in step order; a step
-    whose message is missing (a trajectory cut short) gets its output as the message.
+    whose message is missing (a trajectory cut short) gets its output as the message. An
+    agent program's calls each carry their own request (:meth:`Trajectory.agent_requests`).
     """
+    if trajectory.agent is not None:  # an agent program: each call's own request
+        requests = trajectory.agent_requests()
+        return [(sent, step.output.message()) for sent, step in zip(requests, trajectory.steps)]
     messages = trajectory.messages
     assistant_at = [i for i, m in enumerate(messages) if m.get("role") == "assistant"]
     out = []
