@@ -175,6 +175,10 @@ class SandboxSpec(BaseModel):
             episode (``docker`` only; a compose task's database or web server).
         hostname: The container's host name on that network (compose's service name).
         depends_on: The sidecars that must be ready before the container starts.
+        agent_program: An agent program plays in it (set by the run for ``--agent``, see
+            :mod:`gem_eval.agents`): the container reaches the run's model endpoint, and
+            only it when the network is off, and sees the installed agents' files
+            read-only (``docker`` only).
     """
 
     type: Literal["docker", "local", "none"] = "docker"
@@ -196,6 +200,7 @@ class SandboxSpec(BaseModel):
     sidecars: list[SidecarSpec] = Field(default_factory=list)
     hostname: str | None = None
     depends_on: dict[str, Condition] = Field(default_factory=dict)
+    agent_program: bool = False
 
 
 class TaskSpec(BaseModel):

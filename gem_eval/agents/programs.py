@@ -3,6 +3,7 @@ what an executor holds for ``--agent`` (see :class:`AgentPrograms`)."""
 
 from __future__ import annotations
 
+import contextlib
 import tempfile
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -18,6 +19,7 @@ if TYPE_CHECKING:
     from gem_eval.models.base import GenerateConfig, Model
     from gem_eval.records import TaskSpec
     from gem_eval.sandbox.base import Sandbox
+    from gem_eval.sandbox.endpoint_network import EndpointNetwork
     from gem_eval.trajectory import Trajectory
 
 
@@ -33,6 +35,7 @@ class AgentPrograms:
     def __init__(self) -> None:
         self.agents: dict[str, Agent] = {}
         self.endpoint: ModelEndpoint | None = None
+        self._networks: dict[str, EndpointNetwork] = {}  # the endpoint networks used
 
     def check(self, tasks: list[TaskSpec]) -> None:
         """Refuse tasks their agent cannot play (one line, before the run)."""
@@ -69,6 +72,7 @@ class AgentPrograms:
         from gem_eval.agents.episode import play_agent_episode
 
         assert self.endpoint is not None, "start() first"
+        sandbox_base_url = await self._sandbox_base_url(sandbox)
         with tempfile.TemporaryDirectory(prefix="gem-eval-agent-") as logs:
             trajectory, result = await play_agent_episode(
                 env,
@@ -81,10 +85,25 @@ class AgentPrograms:
                 config=config,
                 timeout_s=timeout_s,
                 logs_dir=Path(logs),
+                sandbox_base_url=sandbox_base_url,
                 budget=budget,
                 redactor=redactor,
             )
         return trajectory, _files(result, redactor)
+
+    async def _sandbox_base_url(self, sandbox: Sandbox) -> str | None:
+        """The endpoint as a program inside ``sandbox`` reaches it: on the gateway of the
+        run's endpoint network, which the endpoint then listens on and the network's
+        filter admits (see :mod:`gem_eval.sandbox.endpoint_network`); ``None`` for a
+        sandbox on this machine's own network (as this machine reaches it)."""
+        assert self.endpoint is not None
+        network: EndpointNetwork | None = getattr(sandbox, "endpoint_network", None)
+        if network is None:
+            return None
+        port = await self.endpoint.listen(network.gateway)
+        await network.admit(port)
+        self._networks[network.name] = network
+        return self.endpoint.url(network.gateway)
 
     def describe(self) -> dict[str, Any]:
         """What the manifest records of each agent."""
@@ -99,6 +118,10 @@ class AgentPrograms:
             if self.endpoint is not None:
                 await self.endpoint.aclose()
                 self.endpoint = None
+            networks, self._networks = self._networks, {}
+            for network in networks.values():  # their containers are gone by now
+                with contextlib.suppress(Exception):
+                    await network.remove()
 
 
 def _files(result: AgentResult | None, redactor: Redactor | None) -> dict[str, str]:

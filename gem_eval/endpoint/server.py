@@ -7,7 +7,9 @@ run's model object, the very one gem-eval's loop would call (retries, adaptive
 concurrency, the response cache, token ids), and every call, answered or failed, is
 handed to the line's ``on_call`` as it happens, so the episode's trajectory, cost and
 budget see it. The real API key never leaves gem-eval; a token opens only its episode's
-line, and a closed line answers 401.
+line, and a closed line answers 401. It listens on ``127.0.0.1`` and on the gateways
+of the container networks that agents run in (see
+:mod:`gem_eval.sandbox.endpoint_network`), never on all addresses.
 
 Served: ``POST /v1/chat/completions`` (whole, or streamed as server-sent events) and
 ``GET /v1/models``.
@@ -81,8 +83,9 @@ class ModelEndpoint:
     """The run's endpoint: start it once, open a line per episode.
 
     Args:
-        host: The address to listen on: one the sandboxes reach (a container reaches
-            the host at its network's gateway), never all interfaces by default.
+        host: The address to listen on first: this machine's (agents that run here).
+            Agents in containers reach it at their network's gateway, which
+            :meth:`listen` adds; never all interfaces.
         port: 0 for a free port.
     """
 
@@ -90,6 +93,8 @@ class ModelEndpoint:
         self.host, self.port = host, port
         self._lines: dict[str, EpisodeLine] = {}
         self._runner: web.AppRunner | None = None
+        self._ports: dict[str, int] = {}  # every address listened on -> its port
+        self._listening: asyncio.Lock | None = None
 
     @property
     def base_url(self) -> str:
@@ -97,6 +102,12 @@ class ModelEndpoint:
         if self._runner is None:
             raise GemEvalError("the model endpoint has not been started")
         return f"http://{self.host}:{self.port}/v1"
+
+    def url(self, host: str) -> str:
+        """``http://HOST:PORT/v1`` for an address :meth:`listen` opened (or ``host``)."""
+        if host not in self._ports:
+            raise GemEvalError(f"the model endpoint does not listen on {host}")
+        return f"http://{host}:{self._ports[host]}/v1"
 
     async def start(self) -> None:
         """Listen (a free port when ``port`` is 0)."""
@@ -107,12 +118,24 @@ class ModelEndpoint:
         app.router.add_get("/v1/models", self._models)
         runner = web.AppRunner(app, access_log=None)
         await runner.setup()
-        sock = socket.socket(socket.AF_INET6 if ":" in self.host else socket.AF_INET)
-        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        sock.bind((self.host, self.port))
-        self.port = sock.getsockname()[1]
-        await web.SockSite(runner, sock).start()
+        self.port = await _serve(runner, self.host, self.port)
+        self._ports = {self.host: self.port}
+        self._listening = asyncio.Lock()
         self._runner = runner
+
+    async def listen(self, host: str) -> int:
+        """Listen on ``host`` too, once: a container network's gateway, where containers
+        reach this machine (never all addresses). The same port as :attr:`port` when it
+        is free there, else another; returned."""
+        if self._runner is None or self._listening is None:
+            raise GemEvalError("the model endpoint has not been started")
+        async with self._listening:
+            if host not in self._ports:
+                try:
+                    self._ports[host] = await _serve(self._runner, host, self.port)
+                except OSError:  # the port is taken on that address
+                    self._ports[host] = await _serve(self._runner, host, 0)
+            return self._ports[host]
 
     def open(self, line: EpisodeLine) -> str:
         """Open a line; its token (the agent's API key)."""
@@ -126,6 +149,7 @@ class ModelEndpoint:
 
     async def aclose(self) -> None:
         self._lines.clear()
+        self._ports.clear()
         if self._runner is not None:
             await self._runner.cleanup()
             self._runner = None
@@ -184,6 +208,21 @@ class ModelEndpoint:
             await response.write(event)
         await response.write_eof()
         return response
+
+
+async def _serve(runner: web.AppRunner, host: str, port: int) -> int:
+    """Serve ``runner``'s app on ``host``:``port`` (0: a free port); the port."""
+    from aiohttp import web
+
+    sock = socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        sock.bind((host, port))
+    except OSError:
+        sock.close()
+        raise
+    await web.SockSite(runner, sock).start()
+    return int(sock.getsockname()[1])
 
 
 def _refused() -> web.Response:

@@ -177,8 +177,9 @@ class LocalExecutor(Executor):
             agent_plays = plays_itself(task)
             if agent_plays:  # the agent acts in the sandbox itself: no tools are opened
                 task = task.model_copy(update={"tools": []})
-                if resources is not None:
-                    resources = dataclasses.replace(resources, tools=[])
+                if resources is not None:  # and reaches the endpoint from in there
+                    box = resources.sandbox.model_copy(update={"agent_program": True})
+                    resources = dataclasses.replace(resources, tools=[], sandbox=box)
             async with self.provisioner.episode(
                 task, resources, setup=functools.partial(_prepare, env.unwrapped)
             ) as (tools, sandbox):

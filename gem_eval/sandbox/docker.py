@@ -2,9 +2,12 @@
 
 The container's PID 1 is a keep-alive that nothing inside can kill and that reaps every
 orphan (see :mod:`gem_eval.sandbox.container_init`; how the container is made:
-:mod:`gem_eval.sandbox.docker_launch`). It has no network unless the task allows it,
-memory/CPU/pids limits, a disk quota where the engine supports one,
-``no-new-privileges``, no host mounts, and commands run as a non-root user (``agent``).
+:mod:`gem_eval.sandbox.docker_launch`). It has no network unless the task allows it
+(an agent program's container reaches the run's model endpoint and nothing else: see
+:mod:`gem_eval.sandbox.endpoint_network`), memory/CPU/pids limits, a disk quota where
+the engine supports one, ``no-new-privileges``, no host mounts (but the installed
+agents' files, read-only, in an agent program's), and commands run as a non-root user
+(``agent``).
 Files written as ``owner="root"`` cannot be changed by that user. Every container
 carries labels naming the run and the process that owns it (see
 :mod:`gem_eval.sandbox.cleanup`), so leftovers of a killed run can be found and removed.
@@ -35,10 +38,18 @@ from typing import Any, ClassVar
 from gem_eval.bundled import in_bytecode_cache
 from gem_eval.errors import SandboxError, SandboxLostError
 from gem_eval.records import Condition, SidecarSpec
-from gem_eval.sandbox import cleanup, docker_client, docker_launch, docker_rescue, engine
+from gem_eval.sandbox import (
+    cleanup,
+    docker_client,
+    docker_launch,
+    docker_rescue,
+    endpoint_network,
+    engine,
+)
 from gem_eval.sandbox.base import DEFAULT_OUTPUT_LIMIT, ExecResult, OutputCap, Sandbox
 from gem_eval.sandbox.docker_process import DockerProcess
 from gem_eval.sandbox.docker_sidecars import Sidecars
+from gem_eval.sandbox.endpoint_network import EndpointNetwork
 from gem_eval.sandbox.images import BASE_IMAGE
 
 PREPARED_LABEL = "gem-eval.prepared"
@@ -69,6 +80,12 @@ class DockerSandbox(Sandbox):
         sidecars: Services started beside the container (their images built).
         hostname: The container's host name on the sidecars' network.
         depends_on: Sidecars that must be ready before the container starts.
+        reach_endpoint: An agent program runs in the container and calls the run's model
+            endpoint on this machine: without the network, the container joins the run's
+            endpoint network, where only the endpoint answers (see
+            :mod:`gem_eval.sandbox.endpoint_network`); :attr:`endpoint_network` is it.
+        mounts: Host directories the container sees read-only (container path -> host
+            path): the installed agents' files (see :mod:`gem_eval.agents.install`).
     """
 
     default_concurrency: ClassVar[int] = 4
@@ -90,6 +107,8 @@ class DockerSandbox(Sandbox):
         sidecars: list[SidecarSpec] | None = None,
         hostname: str | None = None,
         depends_on: dict[str, Condition] | None = None,
+        reach_endpoint: bool = False,
+        mounts: dict[str, str] | None = None,
     ) -> None:
         self.image, self.user, self.workdir = image, user, workdir
         self.network, self.memory, self.cpus, self.pids = network, memory, cpus, pids
@@ -99,6 +118,8 @@ class DockerSandbox(Sandbox):
         self.output_limit = output_limit
         self.hostname, self.depends_on = hostname, dict(depends_on or {})
         self.sidecars = Sidecars(self, sidecars) if sidecars else None
+        self.reach_endpoint, self.mounts = reach_endpoint, dict(mounts or {})
+        self.endpoint_network: EndpointNetwork | None = None
         self.container: Any = None
         self.launched: docker_launch.Launched | None = None
         self._closed = False
@@ -114,6 +135,8 @@ class DockerSandbox(Sandbox):
             described |= {"init": self.launched.init, "disk": self.launched.disk}
         if self.sidecars is not None:
             described |= self.sidecars.describe()
+        if self.endpoint_network is not None and not self.network:
+            described |= self.endpoint_network.describe()
         return described
 
     @property
@@ -125,6 +148,10 @@ class DockerSandbox(Sandbox):
         self._closed = False
         self._outages = engine.outages()
         docker = docker_client.client()
+        if self.reach_endpoint:
+            self.endpoint_network = await endpoint_network.for_run(self.run_id)
+        for source in self.mounts.values():
+            Path(source).mkdir(parents=True, exist_ok=True)
         if self.sidecars is not None:
             await self.sidecars.start_before()
         made = asyncio.ensure_future(docker_launch.create(self, cleanup.labels(self.run_id)))

@@ -174,10 +174,14 @@ async def _create(
     storage_opt: dict[str, str] | None = None,
     fsize: int | None = None,
 ) -> str:
-    from docker.types import Ulimit
+    from docker.types import Mount, Ulimit
 
     api = docker_client.client().api
-    network = box.network_name  # beside sidecars: their private network, under its name
+    sidecars = box.network_name  # beside sidecars: their private network, under its name
+    # An agent program's container without the network: the run's endpoint network
+    # instead of none (beside sidecars: as a second network, joined before it starts).
+    endpoint = box.endpoint_network.name if box.endpoint_network and not box.network else None
+    network = sidecars or endpoint
     host_config: dict[str, Any] = api.create_host_config(
         network_mode=network or ("bridge" if box.network else "none"),
         cap_drop=["NET_RAW"] if network and not box.network else None,
@@ -188,6 +192,11 @@ async def _create(
         security_opt=["no-new-privileges"],
         storage_opt=storage_opt,
         ulimits=None if fsize is None else [Ulimit(name="fsize", soft=fsize, hard=fsize)],
+        mounts=[
+            Mount(target, source, type="bind", read_only=True)
+            for target, source in box.mounts.items()
+        ]
+        or None,
     )
     host_config["ReadonlyPaths"] = [*READONLY_PATHS, "/proc/1"]
     entrypoint = [container_init.PATH] if binary else ["/bin/sh", "-c", container_init.SHELL_SCRIPT]
@@ -210,4 +219,7 @@ async def _create(
         stop_signal="SIGTERM",
         stop_timeout=STOP_TIMEOUT_S,
     )
+    if sidecars is not None and endpoint is not None:
+        what = "joining the endpoint network"
+        await docker_client.call(what, api.connect_container_to_network, made["Id"], endpoint)
     return str(made["Id"])

@@ -15,6 +15,7 @@ from gem_eval.sandbox.policy import memory_bytes
 def make_sandbox(spec: SandboxSpec, run_id: str | None = None) -> Sandbox:
     """An unstarted sandbox as ``spec`` describes (``type: none`` is not a sandbox)."""
     if spec.type == "docker":
+        from gem_eval.sandbox.agent_files import agent_mounts
         from gem_eval.sandbox.docker import DockerSandbox
         from gem_eval.sandbox.images import BASE_IMAGE
 
@@ -32,6 +33,8 @@ def make_sandbox(spec: SandboxSpec, run_id: str | None = None) -> Sandbox:
             sidecars=spec.sidecars,
             hostname=spec.hostname,
             depends_on=spec.depends_on,
+            reach_endpoint=spec.agent_program,
+            mounts=agent_mounts() if spec.agent_program else None,
         )
     if spec.type == "local":
         from gem_eval.sandbox.local import LocalSandbox
