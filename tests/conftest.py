@@ -58,9 +58,36 @@ def _local_model_problem() -> str | None:
     return f"{' and '.join(missing)} not installed: pip install 'gem-eval[local]'"
 
 
+def _harbor_problem() -> str | None:
+    """What the parity test against Harbor lacks: Harbor's CLI in ``$HARBOR_VENV``, Docker
+    Compose v2 (Harbor's docker environment), a Python >= 3.12 for gem-eval's own venv."""
+    import subprocess
+    from pathlib import Path
+
+    venv = os.environ.get("HARBOR_VENV")
+    if not venv or not (Path(venv) / "bin" / "harbor").is_file():
+        return "HARBOR_VENV names no venv with Harbor's CLI (see .ci/run)"
+    compose = subprocess.run(["docker", "compose", "version"], capture_output=True)
+    if compose.returncode != 0:
+        return "docker compose (Compose v2, the CLI plugin) does not run"
+    if not os.environ.get("GEM_EVAL_HARBOR_VENV"):
+        from gem_eval.agents.harbor.venv import HarborUnavailable, find_python
+
+        try:
+            find_python()
+        except HarborUnavailable as exc:
+            return str(exc)
+    return None
+
+
 # Marks whose tests need what a machine may lack (skipped locally, failed in CI), and the
 # check that names what is missing.
-_CHECKS = {"docker": _docker_problem, "bwrap": _bwrap_problem, "local_model": _local_model_problem}
+_CHECKS = {
+    "docker": _docker_problem,
+    "bwrap": _bwrap_problem,
+    "local_model": _local_model_problem,
+    "harbor": _harbor_problem,
+}
 
 
 @functools.cache
@@ -72,7 +99,7 @@ def _problem(mark: str) -> str | None:
 
 @pytest.hookimpl(tryfirst=True)
 def pytest_runtest_setup(item: pytest.Item) -> None:
-    """Skip ``docker``/``bwrap``/``local_model`` tests where they cannot run, with the
+    """Skip ``docker``/``bwrap``/``local_model``/``harbor`` tests where they cannot run, with the
     reason; under ``CI=true`` they must run, so there the same lack fails them.
 
     A hook rather than marks added at collection: pytest reads ``usefixtures`` marks

@@ -28,11 +28,15 @@ class AgentError(GemEvalError):
     """The agent program failed to set up or run for a reason of its own (it crashed,
     its install failed): the episode is the agent's failure, scored by its end state,
     unless :attr:`infra` says the fault lies with the machinery (the helper process
-    died, a package could not be fetched)."""
+    died, a package could not be fetched). :attr:`result` is what the agent reported
+    before it failed (its times, files and turns), when it reported anything."""
 
-    def __init__(self, message: str, *, infra: bool = False) -> None:
+    def __init__(
+        self, message: str, *, infra: bool = False, result: AgentResult | None = None
+    ) -> None:
         super().__init__(message)
         self.infra = infra
+        self.result = result
 
 
 @dataclass

@@ -36,6 +36,7 @@ class AgentPrograms:
         self.agents: dict[str, Agent] = {}
         self.endpoint: ModelEndpoint | None = None
         self._networks: dict[str, EndpointNetwork] = {}  # the endpoint networks used
+        self._closed: dict[str, Any] = {}
 
     def check(self, tasks: list[TaskSpec]) -> None:
         """Refuse tasks their agent cannot play (one line, before the run)."""
@@ -106,10 +107,12 @@ class AgentPrograms:
         return self.endpoint.url(network.gateway)
 
     def describe(self) -> dict[str, Any]:
-        """What the manifest records of each agent."""
-        return {name: agent.describe() for name, agent in self.agents.items()}
+        """What the manifest records of each agent (as they were when closed, after
+        :meth:`aclose`: the manifest is written after the run's release)."""
+        return {name: agent.describe() for name, agent in self.agents.items()} or self._closed
 
     async def aclose(self) -> None:
+        self._closed = self.describe()
         try:
             for agent in self.agents.values():
                 await agent.aclose()

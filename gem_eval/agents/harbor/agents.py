@@ -1,0 +1,195 @@
+"""Harbor's agents as gem-eval agents: :class:`Terminus2` (``--agent terminus-2``), and
+the installed agents still to come (:class:`MiniSweAgent`, :class:`QwenCode`).
+
+A :class:`HarborAgent` makes Harbor's venv and starts the host once per run
+(:meth:`HarborAgent.start`), then plays each episode through it: the host runs Harbor's
+own agent class on the episode's sandbox (:mod:`gem_eval.agents.harbor.host`), its model
+calls going to the run's endpoint with the episode's token; gem-eval then keeps the
+agent's files and turns (:mod:`gem_eval.agents.harbor.atif`) and grades the sandbox.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import uuid
+from pathlib import Path
+from typing import Any, ClassVar
+
+from gem_eval.agents.base import Agent, AgentEpisode, AgentError, AgentResult
+from gem_eval.agents.catalog import HARBOR_VERSION
+from gem_eval.agents.harbor import atif
+from gem_eval.agents.harbor.bridge import HarborHost
+from gem_eval.agents.harbor.sandbox_calls import SandboxCalls
+from gem_eval.agents.harbor.venv import harbor_venv, venv_python
+from gem_eval.errors import UserError
+
+AGENT_LOGS = "/logs/agent"
+"""Where Harbor's agents write in the container (Terminus-2's tmux pipes its pane there;
+Harbor's docker env mounts it, gem-eval makes it and copies it out)."""
+_INFRA_KINDS = ("setup", "setup_timeout", "host")
+"""Failures that are not the agent's play: it never got to act (or the host failed)."""
+
+log = logging.getLogger("gem_eval.agents")
+
+
+class HarborAgent(Agent):
+    """One of Harbor's agents, hosted (see the module docstring).
+
+    Attributes:
+        harbor_name: The agent's name in Harbor (``harbor run --agent``).
+    """
+
+    harbor_name: ClassVar[str]
+    families: ClassVar[tuple[str, ...]] = ("terminal",)
+
+    def __init__(self) -> None:
+        self.host: HarborHost | None = None
+        self.venv_build_s: float | None = None
+
+    async def start(self) -> None:
+        """Harbor's venv (made on first use, ~1.5 min) and the host (~7 s to import).
+
+        Raises:
+            HarborUnavailable: No Python >= 3.12 here, or Harbor's install failed.
+        """
+        venv, self.venv_build_s = await asyncio.to_thread(harbor_venv)
+        if self.venv_build_s is not None:
+            log.warning("made Harbor's venv in %.0f s", self.venv_build_s)
+        self.host = HarborHost(venv_python(venv))
+        await self.host.start()
+
+    def agent_kwargs(self, episode: AgentEpisode) -> dict[str, Any]:
+        """The agent's keyword arguments (``harbor run --ak``): the endpoint, and the
+        episode's token as this agent instance's own key (episodes run at once)."""
+        return {"api_base": episode.host_base_url, "llm_kwargs": {"api_key": episode.api_key}}
+
+    async def play(self, episode: AgentEpisode) -> AgentResult:
+        if self.host is None:
+            raise AgentError(f"{self.name} was not started", infra=True)
+        sandbox = episode.sandbox
+        await sandbox.run_root(f"mkdir -p {AGENT_LOGS} && chmod 777 {AGENT_LOGS}", "making /logs")
+        task = episode.task.id.rsplit("/", 1)[-1]
+        request = {
+            "agent": self.harbor_name,
+            "name": f"{task}__{uuid.uuid4().hex[:7]}",
+            "task": task,
+            "model": episode.model,
+            "kwargs": self.agent_kwargs(episode),
+            "instruction": episode.instruction,
+            "task_dir": _task_dir(episode),
+            "logs_dir": str(episode.logs_dir),
+            "workdir": None,  # the sandbox's: the task's WORKDIR, as under Harbor's docker env
+            "user": None,  # the sandbox's: the task's agent user, or root
+            "timeout_s": episode.timeout_s,
+            "setup_timeout_s": None,  # the agent class's own
+            "web_tools_disabled": not getattr(sandbox, "network", True),
+        }
+        calls = SandboxCalls(sandbox)
+        with calls.uncapped():
+            reply = await self.host.play(request, calls)
+        result = self.result(reply, episode.logs_dir / "agent")
+        if calls.lost is not None:
+            raise calls.lost
+        error = reply.get("error")
+        if error:
+            infra = error.get("kind") in _INFRA_KINDS
+            raise AgentError(f"{self.name}: {error.get('message')}", infra=infra, result=result)
+        return result
+
+    def result(self, reply: dict[str, Any], logs: Path) -> AgentResult:
+        """What the host reported and the agent left in ``logs``, as an AgentResult."""
+        files, skipped = atif.agent_files(logs)
+        trajectory = atif.read_trajectory(logs / "trajectory.json")
+        context = dict(reply.get("context") or {})
+        context.pop("rollout_details", None)  # token ids: the endpoint's steps hold them
+        info: dict[str, Any] = {"harbor": self.host.info.get("harbor") if self.host else None}
+        info["context"] = context
+        if skipped:
+            info["files_skipped"] = skipped
+        if reply.get("download_error"):
+            info["download_error"] = reply["download_error"]
+        if reply.get("error"):
+            info["error"] = {k: v for k, v in reply["error"].items() if k != "traceback"}
+        return AgentResult(
+            setup_s=float(reply.get("setup_s") or 0.0),
+            run_s=float(reply.get("run_s") or 0.0),
+            version=reply.get("version"),
+            timed_out=bool(reply.get("timed_out")),
+            files=files,
+            info=info,
+            turns=atif.turns(trajectory) if trajectory else [],
+        )
+
+    def describe(self) -> dict[str, Any]:
+        described: dict[str, Any] = {"source": self.source, "harbor_agent": self.harbor_name}
+        if self.host is not None:
+            described |= {
+                "harbor": self.host.info.get("harbor"),
+                "python": self.host.info.get("python"),
+                "host_start_s": self.host.start_s,
+            }
+        if self.venv_build_s is not None:
+            described["venv_build_s"] = self.venv_build_s
+        return described
+
+    async def aclose(self) -> None:
+        if self.host is not None:
+            await self.host.aclose()
+            self.host = None
+
+
+def _task_dir(episode: AgentEpisode) -> str | None:
+    """The task's directory when it is in Harbor's layout: Harbor reads its instruction
+    (``instruction.md`` as it is; gem-eval's env states it stripped)."""
+    path = episode.task.env_kwargs.get("path")
+    if not isinstance(path, str) or not (Path(path) / "instruction.md").is_file():
+        return None
+    return path
+
+
+class Terminus2(HarborAgent):
+    """Harbor's Terminus-2: keystrokes into tmux, JSON replies, a confirmation turn."""
+
+    name = "terminus-2"
+    harbor_name = "terminus-2"
+    source = f"Harbor {HARBOR_VERSION} (PyPI: harbor), hosted"
+    records = "every model call, each turn's analysis, plan, keystrokes and screen, its cast"
+
+
+class _NotYet(HarborAgent):
+    """An installed agent whose package install into the container is not built yet.
+
+    TODO(issue 23): Harbor's own installers fetch from hosts a container here cannot
+    reach; they run once gem-eval fetches the packages on this machine into its cache
+    and copies them in (``gem_eval/agents/packages.py``, in progress), then play with
+    Harbor's ``skip_install=True``, the endpoint as ``base_url`` and the token in
+    ``extra_env`` (see the research notes in the README).
+    """
+
+    async def start(self) -> None:
+        raise UserError(
+            f"--agent {self.name} is not available yet: its package install into the "
+            "task's container is still being built"
+        )
+
+    async def play(self, episode: AgentEpisode) -> AgentResult:
+        raise AgentError(f"--agent {self.name} is not available yet", infra=True)
+
+
+class MiniSweAgent(_NotYet):
+    """TODO: mini-swe-agent from PyPI, installed in the container (see :class:`_NotYet`)."""
+
+    name = "mini-swe-agent"
+    harbor_name = "mini-swe-agent"
+    source = "PyPI: mini-swe-agent (not available yet)"
+    records = "every model call"
+
+
+class QwenCode(_NotYet):
+    """TODO: Qwen Code from the npm registry on Node 22 (see :class:`_NotYet`)."""
+
+    name = "qwen-code"
+    harbor_name = "qwen-coder"
+    source = "npm: @qwen-code/qwen-code (not available yet)"
+    records = "every model call"
