@@ -22,6 +22,9 @@ from gem_eval.trajectory import Trajectory
 
 RECORD_SCHEMA_VERSION = 1
 
+DEFAULT_AGENT = "gem-eval"
+"""The agent of a task that names none: gem-eval's own loop (:func:`gem_eval.agent.run_episode`)."""
+
 Scorer = Literal["success", "return", "discounted_return", "judge"]
 """How an episode's ``score`` is computed from its trajectory.
 
@@ -221,7 +224,7 @@ class TaskSpec(BaseModel):
     gamma: float = 1.0
     judge: JudgeSpec | None = None
     """The judge model and rubric of ``scorer: judge``."""
-    agent: str = "gem-eval"
+    agent: str = DEFAULT_AGENT
     """Who plays the task: gem-eval's own loop, or an agent program (``--agent``, see
     :mod:`gem_eval.agents`). Not part of what a sample is: runs of two agents on the same
     samples compare pair by pair, as runs of two models do."""

@@ -12,13 +12,11 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from gem_eval.errors import UserError, did_you_mean
+from gem_eval.records import DEFAULT_AGENT as DEFAULT_AGENT  # gem_eval.agents names it
 
 if TYPE_CHECKING:
     from gem_eval.agents.base import Agent
     from gem_eval.records import TaskSpec
-
-DEFAULT_AGENT = "gem-eval"
-"""gem-eval's own multi-turn loop (:func:`gem_eval.agent.run_episode`)."""
 
 
 @dataclass(frozen=True)

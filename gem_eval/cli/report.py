@@ -66,8 +66,8 @@ def leaderboard(
     runs: Annotated[
         list[str] | None,
         typer.Argument(
-            help="Run ids (or 'latest'), each its own rows; default: each model's latest "
-            "finished run of the whole of each suite, graded by the tasks' own scorers."
+            help="Run ids (or 'latest'), each its own rows; default: each agent + model's "
+            "latest finished run of the whole of each suite, graded by the tasks' own scorers."
         ),
     ] = None,
     all_runs: Annotated[
@@ -82,6 +82,10 @@ def leaderboard(
         ),
     ] = None,
     suite: Annotated[str | None, typer.Option("--suite", help="Only runs of this suite.")] = None,
+    agent: Annotated[
+        str | None,
+        typer.Option("--agent", help="Only what this agent played (gem-eval, terminus-2 ...)."),
+    ] = None,
     by: Annotated[By, typer.Option("--by", help="One row per model, task or category.")] = (
         By.model
     ),
@@ -96,11 +100,12 @@ def leaderboard(
 ) -> None:
     """Score, CI, pass@k, cost and error counts per model (or task, or category).
 
-    A row is one run's, graded by one scorer: runs and scorers are never pooled.
+    A row is one run's agent + model pair, graded by one scorer: runs, agents and scorers
+    are never pooled.
     """
     from gem_eval.metrics import summarize
     from gem_eval.metrics.render import FILE_FORMATS, summary_table, to_text, write_table
-    from gem_eval.metrics.selection import select_runs
+    from gem_eval.metrics.selection import agents_of, select_runs
 
     if output is not None and format is Format.table:
         suffix = output.suffix.lstrip(".").lower()
@@ -111,13 +116,20 @@ def leaderboard(
         raise UserError("give RUN ids or --all-runs, not both")
     with open_index(results_dir) as index:
         known = index.runs()
+        agents = {a for run in known for a in agents_of(run)}
+        if agent is not None and known and agent not in agents:
+            close = did_you_mean(agent, agents) or f" Agents: {', '.join(sorted(agents))}."
+            raise UserError(f"--agent {agent}: no run was played by it.{close}")
         named = [resolve_run(known, r) for r in runs] if runs else None
-        chosen = select_runs(known, named=named, all_runs=all_runs, suite=suite, scorer=scorer)
+        chosen = select_runs(
+            known, named=named, all_runs=all_runs, suite=suite, scorer=scorer, agent=agent
+        )
         frame = chosen.keep(index.episodes_frame(run_ids=chosen.run_ids))
     if frame.empty:
         where = f" of suite {suite!r}" if suite else ""
         scored = f" scored by {scorer!r}" if scorer else ""
-        raise UserError(f"no episodes{where}{scored} in {results_dir}")
+        played = f" played by {agent!r}" if agent else ""
+        raise UserError(f"no episodes{where}{scored}{played} in {results_dir}")
     board = chosen.mark(summarize(frame, by=GROUPS[by]))
     if format is Format.table:
         from gem_eval.cli.render import console, print_whole
@@ -151,6 +163,9 @@ def compare(
         raise UserError(f"{base['run_id']} and {new['run_id']} do not compare: {mismatch}")
     result = compare_runs(base_frame, new_frame)
     console.print(f"base [bold]{base['run_id']}[/] vs new [bold]{new['run_id']}[/]", soft_wrap=True)
+    agents = result.agents_line()
+    if agents is not None:
+        console.print(agents, markup=False, soft_wrap=True)
     if base.get("suite_hash") != new.get("suite_hash"):
         console.print("[yellow]warning:[/] the runs' suite hashes differ")
     if result.n_pairs == 0:

@@ -1,9 +1,11 @@
 """Paired comparison of two runs, and the CI gate built on it.
 
 Both functions take per-episode frames (columns of :data:`gem_eval.records.EPISODE_COLUMNS`,
-and ``scorer`` as :meth:`gem_eval.store.Index.episodes_frame` adds it), one run each. Runs
-graded by different scorers on the same task are not compared: a ``success`` and a
-``return`` are different numbers. pandas is imported inside the functions.
+and ``scorer`` and ``agent`` as :meth:`gem_eval.store.Index.episodes_frame` adds them), one
+run each. Runs graded by different scorers on the same task are not compared: a ``success``
+and a ``return`` are different numbers. Runs played by different agents are, as runs of
+different models are: that is agent A against agent B on the same samples. pandas is
+imported inside the functions.
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ from typing import TYPE_CHECKING, Literal
 from gem_eval.metrics.coverage import Gap, count, find_gaps
 from gem_eval.metrics.stats import McNemarResult, mcnemar, paired_bootstrap_diff
 from gem_eval.metrics.summary import prepare
+from gem_eval.records import DEFAULT_AGENT
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -83,6 +86,11 @@ class Comparison:
             the model: they are not compared. ``only_new`` likewise.
         gaps: Tasks, or samples of a task, that one run played and the other did not
             (:mod:`gem_eval.metrics.coverage`): they are not compared either.
+        base_agents: The agents that played the base run, sorted; ``new_agents``
+            likewise (gem-eval's own loop for a frame without an ``agent`` column).
+        agents_only_base: Agents of the base run that the new run lacks, when episodes
+            pair on the agent (a run played by several): not compared.
+            ``agents_only_new`` likewise.
     """
 
     paired_on: tuple[str, ...]
@@ -102,33 +110,56 @@ class Comparison:
     only_base: tuple[str, ...] = ()
     only_new: tuple[str, ...] = ()
     gaps: tuple[Gap, ...] = ()
+    base_agents: tuple[str, ...] = (DEFAULT_AGENT,)
+    new_agents: tuple[str, ...] = (DEFAULT_AGENT,)
+    agents_only_base: tuple[str, ...] = ()
+    agents_only_new: tuple[str, ...] = ()
 
     @property
     def new_lacks_base(self) -> bool:
-        """The new run lacks a model, a task or samples that the base run played."""
-        return bool(self.only_base) or any(gap.side == "base" for gap in self.gaps)
+        """The new run lacks a model, an agent, a task or samples that the base run
+        played."""
+        lacks = self.only_base or self.agents_only_base
+        return bool(lacks) or any(gap.side == "base" for gap in self.gaps)
+
+    def agents_line(self) -> str | None:
+        """Which agent played each run, in one line, when they differ or one is not
+        gem-eval's own loop (``agents: base gem-eval, new terminus-2``)."""
+        base, new = ", ".join(self.base_agents), ", ".join(self.new_agents)
+        if not base or not new:  # a run without episodes
+            return None
+        if base != new:
+            return f"agents: base {base}, new {new}"
+        return None if base == DEFAULT_AGENT else f"agent: {base} in both runs"
 
     def lacking(self) -> str:
         """What the new run lacks of the base run, counted: ``1 model, 15 samples of 3
         tasks`` (empty when nothing)."""
         gaps = [gap for gap in self.gaps if gap.side == "base"]
         parts = [count(len(self.only_base), "model")] if self.only_base else []
+        if self.agents_only_base:
+            parts.append(count(len(self.agents_only_base), "agent"))
         if gaps:
             samples = count(sum(gap.samples for gap in gaps), "sample")
             parts.append(f"{samples} of {count(len({gap.task_id for gap in gaps}), 'task')}")
         return ", ".join(parts)
 
     def unpaired_models(self) -> list[str]:
-        """One line per model of one run only, which the comparison leaves out."""
+        """One line per model, then per agent, of one run only, which the comparison
+        leaves out."""
         return [
-            f"model {model} is in the {side} run only: not compared"
-            for side, models in (("base", self.only_base), ("new", self.only_new))
-            for model in models
+            f"{kind} {name} is in the {side} run only: not compared"
+            for kind, base, new in (
+                ("model", self.only_base, self.only_new),
+                ("agent", self.agents_only_base, self.agents_only_new),
+            )
+            for side, names in (("base", base), ("new", new))
+            for name in names
         ]
 
     def unpaired(self) -> list[str]:
-        """One line per model, task, or task's samples of one run only, which the
-        comparison leaves out: the models first."""
+        """One line per model, agent, task, or task's samples of one run only, which the
+        comparison leaves out: the models and agents first."""
         return [*self.unpaired_models(), *(gap.line() for gap in self.gaps)]
 
 
@@ -154,10 +185,13 @@ def compare_runs(
     Pairing: when each run has exactly one model (the usual case: a checkpoint against its
     baseline, whose model names differ), episodes pair on ``(task_id, sample, epoch)``.
     Otherwise they pair on ``(model, task_id, sample, epoch)``, so only models present in
-    both runs are compared. A pair needs both episodes scored (infrastructure errors in
-    either run drop the pair); tasks and samples that one run played and the other did
-    not are named in ``gaps``. The statistics are per sample: the bootstrap resamples
-    samples with all their pairs, and McNemar's test counts samples, not epochs.
+    both runs are compared. The agent (the frames' ``agent`` column) is paired alike: runs
+    of one agent each pair whatever their agents (agent A against agent B on the same
+    samples); when a run was played by several, episodes pair on the agent too. A pair
+    needs both episodes scored (infrastructure errors in either run drop the pair); tasks
+    and samples that one run played and the other did not are named in ``gaps``. The
+    statistics are per sample: the bootstrap resamples samples with all their pairs, and
+    McNemar's test counts samples, not epochs.
 
     Raises:
         ValueError: A run holds two episodes with the same pairing key (frames of more
@@ -168,11 +202,22 @@ def compare_runs(
     if mismatch is not None:
         raise ValueError(mismatch)
     b, n = prepare(base), prepare(new)
+    for run in (b, n):
+        if "agent" not in run.columns:
+            run["agent"] = DEFAULT_AGENT
     one_model_each = b["model"].nunique() == 1 and n["model"].nunique() == 1
-    on = list(PAIR_KEY) if one_model_each else ["model", *PAIR_KEY]
+    one_agent_each = b["agent"].nunique() == 1 and n["agent"].nunique() == 1
+    on = [
+        *([] if one_agent_each else ["agent"]),
+        *([] if one_model_each else ["model"]),
+        *PAIR_KEY,
+    ]
     b_models, n_models = set(b["model"]), set(n["model"])
     only_base = () if one_model_each else tuple(sorted(b_models - n_models))
     only_new = () if one_model_each else tuple(sorted(n_models - b_models))
+    b_agents, n_agents = _agents(b), _agents(n)
+    agents_only_base = () if one_agent_each else tuple(a for a in b_agents if a not in n_agents)
+    agents_only_new = () if one_agent_each else tuple(a for a in n_agents if a not in b_agents)
     b_scored, n_scored = b[b["scored"]], n[n["scored"]]
     for name, run in (("base", b_scored), ("new", n_scored)):
         if run.duplicated(on).any():
@@ -225,7 +270,15 @@ def compare_runs(
         only_base=only_base,
         only_new=only_new,
         gaps=tuple(find_gaps(b, n, on)),
+        base_agents=b_agents,
+        new_agents=n_agents,
+        agents_only_base=agents_only_base,
+        agents_only_new=agents_only_new,
     )
+
+
+def _agents(run: pd.DataFrame) -> tuple[str, ...]:
+    return tuple(sorted(map(str, run["agent"].dropna().unique())))
 
 
 def scorer_mismatch(base: pd.DataFrame, new: pd.DataFrame) -> str | None:
@@ -276,9 +329,10 @@ def gate(
       where a bootstrap interval is too narrow.
     * ``pass`` (exit 0) otherwise.
 
-    Models, tasks and samples of one run only are named after the verdict's reasons: the
-    verdict is on the part both runs played (with ``allow_subset``, or when the new run
-    has more than the baseline).
+    Which agent played each run is named after the verdict's reasons when they differ (or
+    are not gem-eval's own loop), then models, agents, tasks and samples of one run only:
+    the verdict is on the part both runs played (with ``allow_subset``, or when the new
+    run has more than the baseline).
 
     Raises:
         ValueError: ``alpha`` is not in (0, 0.5) or ``max_drop`` not in [0, 1].
@@ -310,8 +364,10 @@ def gate(
             f"the new run lacks {cmp.lacking()} that the baseline played: a gate compares "
             "like with like"
         )
+    agents = [line] if (line := cmp.agents_line()) else []
+    notes = [*agents, *cmp.unpaired()]
     if reasons:
-        return GateVerdict("incomparable", EXIT_INCOMPARABLE, [*reasons, *cmp.unpaired()], cmp)
+        return GateVerdict("incomparable", EXIT_INCOMPARABLE, [*reasons, *notes], cmp)
 
     summary = (
         f"mean score {cmp.base_mean:.3f} -> {cmp.new_mean:.3f} (diff {cmp.diff:+.3f}, "
@@ -329,6 +385,6 @@ def gate(
         )
     if beyond:
         verdict = f"significant drop beyond {max_drop:g} at alpha {alpha:g}: {summary}"
-        return GateVerdict("fail", EXIT_REGRESSION, [verdict, *cmp.unpaired()], cmp)
+        return GateVerdict("fail", EXIT_REGRESSION, [verdict, *notes], cmp)
     verdict = f"no significant drop beyond {max_drop:g} at alpha {alpha:g}: {summary}"
-    return GateVerdict("pass", EXIT_PASS, [verdict, *cmp.unpaired()], cmp)
+    return GateVerdict("pass", EXIT_PASS, [verdict, *notes], cmp)

@@ -14,6 +14,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from gem_eval.outcomes import ERROR_OUTCOMES
+from gem_eval.records import DEFAULT_AGENT
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -30,7 +31,7 @@ _LABELS = {
 _COMPACT_HIDDEN = ("samples", "se", "pass@1", "pass^1")
 _ERRORS = (*ERROR_OUTCOMES, "gave_up")
 _DIGITS = {"turns": 1, "cost_usd": 4}
-_KEYS = ("model", "task_id", "category", "suite", "run_id", "scorer")
+_KEYS = ("model", "agent", "task_id", "category", "suite", "run_id", "scorer")
 _WORDS = ("errors", "variant")
 """Text columns besides the keys (left-aligned, and wrapped in a narrow terminal)."""
 _TITLED = ("suite", "run_id")
@@ -64,9 +65,12 @@ def summary_table(frame: pd.DataFrame, title: str | None = None, compact: bool =
     it leaves out ``samples``, ``se`` (the CI says more), ``pass@1`` and ``pass^1`` (both
     equal ``accuracy``), and shows the error counts in one ``errors`` column. A ``suite``
     or ``run_id`` column that holds one value is left out: the ``title`` should name it.
-    The ``scorer`` column always stays: each row says what its numbers are.
+    The ``agent`` column is shown when a row's agent is not gem-eval's own loop. The
+    ``scorer`` column always stays: each row says what its numbers are.
     """
     frame = frame.drop(columns=[c for c in _TITLED if c in frame and frame[c].nunique() == 1])
+    if "agent" in frame and (frame["agent"] == DEFAULT_AGENT).all():
+        frame = frame.drop(columns=["agent"])
     errors = [c for c in _ERRORS if c in frame.columns] if compact else []
     if compact:
         frame = frame.drop(columns=[c for c in _COMPACT_HIDDEN if c in frame.columns])

@@ -1,16 +1,24 @@
 """Which runs a leaderboard shows, and which of their episodes.
 
-A leaderboard row never spans two runs or two scorers (:func:`~gem_eval.metrics.summarize`
-keeps them apart); this module decides which runs stand on the board:
+A leaderboard row never spans two runs, two scorers or two agents
+(:func:`~gem_eval.metrics.summarize` keeps them apart): a row is an agent + model pair's,
+as a public leaderboard lists Terminus-2 + gpt-5 apart from Codex CLI + gpt-5. This module
+decides which runs stand on the board:
 
-* runs named (``gem-eval leaderboard RUN ...``): exactly those, every model of each;
+* runs named (``gem-eval leaderboard RUN ...``): exactly those, every agent and model of
+  each;
 * ``--all-runs``: every run, each its own rows;
-* otherwise, for each suite and model, the model's latest finished run of the whole suite
-  as written that grades with the tasks' own scorers. A run of part of the suite
+* otherwise, for each suite, agent and model, the pair's latest finished run of the whole
+  suite as written that grades with the tasks' own scorers: a run of an agent program
+  never hides a run of gem-eval's own loop with the same model. A run of part of the suite
   (``--task``, ``--sample``, ``--category``, ``--limit``) or of a variant of it
-  (``--seed``, ``--max-turns``) stands only for a model without such a run; it is marked
+  (``--seed``, ``--max-turns``) stands only for a pair without such a run; it is marked
   (:meth:`RunSelection.variants`, the board's ``variant`` column) and a note names it.
-  A model without a finished run shows its latest run, and a note says so.
+  A pair without a finished run shows its latest run, and a note says so.
+
+``agent`` (``--agent NAME``) keeps only what that agent played, as ``suite`` keeps one
+suite. A run's agents are its tasks' (the index's ``agents``; gem-eval's own loop for a
+run without them).
 
 "Latest" is when a run's episodes were played: a re-scoring with the own scorers counts
 as played when the run its chain of re-scorings began with was, and just after it, so
@@ -29,6 +37,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
 from gem_eval.metrics.coverage import count
+from gem_eval.records import DEFAULT_AGENT
 from gem_eval.store.scorers import scorer_name
 
 if TYPE_CHECKING:
@@ -45,22 +54,24 @@ class RunSelection:
     Attributes:
         rule: ``named`` (runs given), ``all`` (``--all-runs``) or ``latest`` (the default).
         runs: The runs shown, oldest first.
-        models: Per run id, the models shown from it (``latest`` may take one model of a
-            run and another model's newer run).
+        players: Per run id, the ``(agent, model)`` pairs shown from it (``latest`` may
+            take one pair of a run and another pair's newer run).
         scorer: Only episodes graded by this scorer (a name or a label); ``None``: any.
         considered: How many runs the rule chose from (``named``: how many were named).
-        unfinished: ``latest``: the runs shown though not finished, as ``(model, run)``.
+        unfinished: ``latest``: the runs shown though not finished, as ``(pair, run)``
+            (the pair as :func:`player` names it).
         other_scorers: ``latest``: the scorers of runs left out for their scorer.
         parts: ``latest``: the runs of a part or variant of the suite shown because the
-            model has no run of the whole suite as written, as ``(model, run)``.
+            pair has no run of the whole suite as written, as ``(pair, run)``.
         left_out: ``named``: one line per run named but not shown, saying why.
-        passed_over: ``latest``: a model's newest run of the whole suite, unfinished,
-            passed over for an earlier finished run, as ``(model, passed over, shown)``.
+        passed_over: ``latest``: a pair's newest run of the whole suite, unfinished,
+            passed over for an earlier finished run, as ``(pair, passed over, shown)``.
+        agent: Only episodes this agent played; ``None``: any.
     """
 
     rule: Rule
     runs: list[Run]
-    models: dict[str, set[str]]
+    players: dict[str, set[tuple[str, str]]]
     scorer: str | None = None
     considered: int = 0
     unfinished: list[tuple[str, Run]] = field(default_factory=list)
@@ -68,17 +79,25 @@ class RunSelection:
     parts: list[tuple[str, Run]] = field(default_factory=list)
     left_out: list[str] = field(default_factory=list)
     passed_over: list[tuple[str, Run, Run]] = field(default_factory=list)
+    agent: str | None = None
 
     @property
     def run_ids(self) -> list[str]:
         """The ids of :attr:`runs`."""
         return [r["run_id"] for r in self.runs]
 
+    @property
+    def models(self) -> dict[str, set[str]]:
+        """Per run id, the models shown from it."""
+        return {run: {model for _, model in pairs} for run, pairs in self.players.items()}
+
     def keep(self, frame: pd.DataFrame) -> pd.DataFrame:
-        """The rows of an episode frame this selection shows, in their order."""
-        pairs = [(run, model) for run, models in self.models.items() for model in models]
-        keys = frame.set_index(["run_id", "model"]).index
-        mask = keys.isin(pairs) if pairs else [False] * len(frame)
+        """The rows of an episode frame this selection shows, in their order (a frame
+        without an ``agent`` column is gem-eval's own loop's)."""
+        shown = [(run, *pair) for run, pairs in self.players.items() for pair in pairs]
+        agents = frame["agent"] if "agent" in frame.columns else DEFAULT_AGENT
+        keys = frame.assign(agent=agents).set_index(["run_id", "agent", "model"]).index
+        mask = keys.isin(shown) if shown else [False] * len(frame)
         kept: pd.DataFrame = frame[mask]
         if self.scorer is not None and "scorer" in kept.columns:
             kept = kept[[scored_by(label, self.scorer) for label in kept["scorer"]]]
@@ -106,13 +125,17 @@ class RunSelection:
         suites = sorted({str(r.get("suite")) for r in self.runs})
         parts = [f"suite {suites[0]}"] if len(suites) == 1 else []
         if self.rule == "latest":
-            parts.append("each model's latest finished run of the whole suite")
+            agents = {agent for pairs in self.players.values() for agent, _ in pairs}
+            who = "model" if agents <= {DEFAULT_AGENT} else "agent + model"
+            parts.append(f"each {who}'s latest finished run of the whole suite")
         elif self.rule == "all":
             parts.append(f"every run ({len(self.runs)})")
         else:
             parts.append(f"{count(self.considered, 'run')} named")
         if len(self.runs) == 1:
             parts.append(f"run {self.runs[0]['run_id']}")
+        if self.agent is not None:
+            parts.append(f"played by {self.agent}")
         if self.scorer is not None:
             parts.append(f"scored by {self.scorer}")
         elif self.rule == "latest":
@@ -120,9 +143,9 @@ class RunSelection:
         return ", ".join([*parts, f"by {by}"])
 
     def warnings(self) -> list[str]:
-        """What the board's rows do not say: a run named but not shown; ``latest``: a
-        model's run shown though not finished, or of part of its suite; runs of one suite
-        whose suite hashes differ."""
+        """What the board's rows do not say: a run named but not shown; ``latest``: an
+        agent + model pair's run shown though not finished, or of part of its suite; runs
+        of one suite whose suite hashes differ."""
         lines = list(self.left_out)
         lines += [
             f"{model} has no finished run of {run.get('suite')}: its latest, "
@@ -165,6 +188,7 @@ def select_runs(
     all_runs: bool = False,
     suite: str | None = None,
     scorer: str | None = None,
+    agent: str | None = None,
 ) -> RunSelection:
     """The runs a leaderboard shows (see the module docstring).
 
@@ -174,8 +198,9 @@ def select_runs(
         all_runs: Show every run.
         suite: Only runs of this suite.
         scorer: Only scores by this scorer: a name (``return``, ``judge``) or a label
-            (``judge:openai/gpt-4o-mini``). With the default rule, each model's latest
-            run that holds such scores.
+            (``judge:openai/gpt-4o-mini``). With the default rule, each agent + model
+            pair's latest run that holds such scores.
+        agent: Only what this agent played (``terminus-2``, ``gem-eval``).
 
     Raises:
         ValueError: Both ``named`` and ``all_runs``.
@@ -183,12 +208,16 @@ def select_runs(
     if named is not None and all_runs:
         raise ValueError("give run ids or all_runs, not both")
     if named is not None:
-        return _named(named, suite, scorer)
-    pool = [r for r in known if suite is None or r.get("suite") == suite]
+        return _named(named, suite, scorer, agent)
+    pool = [
+        r
+        for r in known
+        if (suite is None or r.get("suite") == suite) and (agent is None or agent in agents_of(r))
+    ]
     if all_runs:
         fits = [r for r in pool if scorer is None or _scores_with(r, scorer)]
-        models = {r["run_id"]: set(r.get("models") or []) for r in fits}
-        return RunSelection("all", _oldest_first(fits), models, scorer, len(pool))
+        players = {r["run_id"]: _players(r, agent) for r in fits}
+        return RunSelection("all", _oldest_first(fits), players, scorer, len(pool), agent=agent)
 
     by_id = {r["run_id"]: r for r in known}
     fits = [
@@ -196,21 +225,22 @@ def select_runs(
         for r in pool
         if (_scores_with(r, scorer) if scorer is not None else is_own_scored(r, by_id))
     ]
-    chosen: dict[str, set[str]] = {}
+    chosen: dict[str, set[tuple[str, str]]] = {}
     unfinished: list[tuple[str, Run]] = []
     parts: list[tuple[str, Run]] = []
     passed_over: list[tuple[str, Run, Run]] = []
-    for (_, model), runs in sorted(_by_suite_and_model(fits).items()):
+    for (_, played_by, model), runs in sorted(_by_suite_and_player(fits, agent).items()):
         run = max(runs, key=lambda r: _preference(r, by_id))
-        chosen.setdefault(run["run_id"], set()).add(model)
+        chosen.setdefault(run["run_id"], set()).add((played_by, model))
+        name = player(played_by, model)
         if run.get("status") != "finished":
-            unfinished.append((model, run))
+            unfinished.append((name, run))
         if run.get("variant"):
-            parts.append((model, run))
+            parts.append((name, run))
         whole = [r for r in runs if not r.get("variant")]
         newest = max(whole, key=lambda r: _preference(r, by_id)[2:], default=run)
         if newest.get("status") != "finished" and played_at(newest, by_id) > played_at(run, by_id):
-            passed_over.append((model, newest, run))
+            passed_over.append((name, newest, run))
     fit_ids = {r["run_id"] for r in fits}
     shown = [r for r in fits if r["run_id"] in chosen]
     others = {
@@ -229,12 +259,15 @@ def select_runs(
         others,
         parts,
         passed_over=passed_over,
+        agent=agent,
     )
 
 
-def _named(named: Sequence[Run], suite: str | None, scorer: str | None) -> RunSelection:
-    """The runs named, less those of another suite or without the scorer's scores (each
-    named in a line)."""
+def _named(
+    named: Sequence[Run], suite: str | None, scorer: str | None, agent: str | None
+) -> RunSelection:
+    """The runs named, less those of another suite, without the scorer's scores or not
+    played by the agent (each named in a line)."""
     unique = list({r["run_id"]: r for r in named}.values())
     shown, left_out = [], []
     for run in unique:
@@ -244,12 +277,29 @@ def _named(named: Sequence[Run], suite: str | None, scorer: str | None) -> RunSe
             )
         elif scorer is not None and not _scores_with(run, scorer):
             left_out.append(f"run {run['run_id']} holds no scores by {scorer}: not shown")
+        elif agent is not None and agent not in agents_of(run):
+            left_out.append(
+                f"run {run['run_id']} was played by {', '.join(agents_of(run))}, not {agent}: "
+                "not shown"
+            )
         else:
             shown.append(run)
-    models = {r["run_id"]: set(r.get("models") or []) for r in shown}
+    players = {r["run_id"]: _players(r, agent) for r in shown}
     return RunSelection(
-        "named", _oldest_first(shown), models, scorer, len(unique), left_out=left_out
+        "named", _oldest_first(shown), players, scorer, len(unique), left_out=left_out, agent=agent
     )
+
+
+def agents_of(run: Run) -> list[str]:
+    """The agents that played a run's tasks, sorted (gem-eval's own loop for a run row
+    without ``agents``)."""
+    return sorted(set((run.get("agents") or {}).values())) or [DEFAULT_AGENT]
+
+
+def player(agent: str, model: str) -> str:
+    """An agent + model pair as a line names it: the model alone for gem-eval's own loop
+    (``openai/gpt-5``), else ``terminus-2 + openai/gpt-5``."""
+    return model if agent == DEFAULT_AGENT else f"{agent} + {model}"
 
 
 def is_own_scored(run: Run, by_id: dict[str, Run]) -> bool:
@@ -278,11 +328,20 @@ def _scores_with(run: Run, scorer: str) -> bool:
     return any(scored_by(label, scorer) for label in (run.get("scorers") or {}).values())
 
 
-def _by_suite_and_model(runs: list[Run]) -> dict[tuple[str, str], list[Run]]:
-    groups: dict[tuple[str, str], list[Run]] = {}
+def _players(run: Run, agent: str | None) -> set[tuple[str, str]]:
+    """A run's ``(agent, model)`` pairs (only ``agent``'s, when given)."""
+    agents = [a for a in agents_of(run) if agent is None or a == agent]
+    return {(a, model) for a in agents for model in run.get("models") or []}
+
+
+def _by_suite_and_player(
+    runs: list[Run], agent: str | None
+) -> dict[tuple[str, str, str], list[Run]]:
+    """``(suite, agent, model)`` -> the runs that played the pair."""
+    groups: dict[tuple[str, str, str], list[Run]] = {}
     for run in runs:
-        for model in run.get("models") or []:
-            groups.setdefault((str(run.get("suite")), model), []).append(run)
+        for pair in _players(run, agent):
+            groups.setdefault((str(run.get("suite")), *pair), []).append(run)
     return groups
 
 

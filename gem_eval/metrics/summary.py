@@ -1,9 +1,9 @@
 """Leaderboard rows: per model (and task or category) scores, intervals, pass@k and errors.
 
 The input is a per-episode frame with the columns of
-:data:`gem_eval.records.EPISODE_COLUMNS`, and, from the index, each episode's ``suite`` and
-``scorer`` (:data:`gem_eval.store.index.FRAME_COLUMNS`). A row never spans two runs or two
-scorers. pandas is imported inside the functions.
+:data:`gem_eval.records.EPISODE_COLUMNS`, and, from the index, each episode's ``suite``,
+``scorer`` and ``agent`` (:data:`gem_eval.store.index.FRAME_COLUMNS`). A row never spans two
+runs, two scorers or two agents. pandas is imported inside the functions.
 """
 
 from __future__ import annotations
@@ -24,12 +24,13 @@ MISSING_GROUP = "(none)"
 SAMPLE_KEY = ("run_id", "model", "task_id", "sample")
 """What identifies one sample: its epochs are its attempts for pass@k."""
 
-APART = ("suite", "run_id", "scorer")
+APART = ("agent", "suite", "run_id", "scorer")
 """What one leaderboard row never pools, besides its ``by`` columns (those of them an
-episode frame has): a sample played in two runs is two measurements of one sample, not two
-samples (pooled, they would shrink the SE and CI as if independent), and a ``success`` and
-a ``return`` are different numbers. The suite goes with the run; it shows which suite a
-row is of."""
+episode frame has): a row is an agent + model pair, as a public leaderboard lists
+Terminus-2 + gpt-5 apart from Codex CLI + gpt-5; a sample played in two runs is two
+measurements of one sample, not two samples (pooled, they would shrink the SE and CI as if
+independent); and a ``success`` and a ``return`` are different numbers. The suite goes
+with the run; it shows which suite a row is of."""
 
 
 def prepare(frame: pd.DataFrame) -> pd.DataFrame:
@@ -77,8 +78,9 @@ def summarize(
     seed: int = 0,
 ) -> pd.DataFrame:
     """One row per group of ``by`` (e.g. ``("model",)``, ``("model", "task_id")``,
-    ``("model", "category")``) in each run and scorer: the groups are ``by`` and
-    :data:`APART` (``suite``, ``run_id``, ``scorer``, those the frame has), in this order.
+    ``("model", "category")``) of each agent, run and scorer: the groups are ``by`` and
+    :data:`APART` (``agent``, ``suite``, ``run_id``, ``scorer``, those the frame has), in
+    this order but for the agent, which follows the first of ``by`` (``model, agent``).
 
     The unit of analysis is the sample (``run_id, model, task_id, sample``): its score is the
     mean over its scored epochs, and ``score``, ``accuracy``, ``se`` and the bootstrap
@@ -103,12 +105,13 @@ def summarize(
       ``--max-attempts`` ran out); also counted in their outcome's column.
 
     Rows are sorted by suite, by the ``by`` columns after the first, then by score, best
-    first, then by model, run and scorer.
+    first, then by model, agent, run and scorer.
     """
     import pandas as pd
 
     df = prepare(frame)
-    keys = list(dict.fromkeys([*by, *(c for c in APART if c in df.columns)]))
+    apart = [c for c in APART if c in df.columns]
+    keys = list(dict.fromkeys([*by[:1], *(c for c in apart if c == "agent"), *by[1:], *apart]))
     unknown = [k for k in keys if k not in df.columns]
     if unknown:
         raise ValueError(f"cannot group by unknown column(s): {', '.join(unknown)}")

@@ -24,32 +24,36 @@ from gem_eval.errors import GemEvalError, UserError
 from gem_eval.outcomes import REPLAYED_OUTCOMES
 from gem_eval.records import EPISODE_COLUMNS, EpisodeRecord, RunManifest
 from gem_eval.store.run_dir import RunDir, list_run_ids
-from gem_eval.store.scorers import rescore_scorer, task_scorers
+from gem_eval.store.scorers import rescore_scorer, task_agents, task_scorers
 from gem_eval.store.variant import played_at, run_variant
 
 if TYPE_CHECKING:
     import pandas as pd
 
 INDEX_FILE = "index.sqlite"
-INDEX_SCHEMA_VERSION = 5
+INDEX_SCHEMA_VERSION = 6
 """2: episodes have ``attempt`` and ``gave_up``. 3: runs have ``rescored_from``. 4: runs
-have ``scorers`` and ``rescore_scorer``. 5: runs have ``variant`` and ``played_at``."""
+have ``scorers`` and ``rescore_scorer``. 5: runs have ``variant`` and ``played_at``.
+6: runs have ``agents``."""
 
 RUN_COLUMNS = [
     "run_id", "suite", "suite_path", "suite_hash", "models", "episodes_planned", "epochs",
     "seed", "gem_eval_version", "git_commit", "host", "started_at", "finished_at", "status",
-    "max_cost_usd", "rescored_from", "rescore_scorer", "scorers", "variant", "played_at",
+    "max_cost_usd", "rescored_from", "rescore_scorer", "scorers", "agents", "variant",
+    "played_at",
 ]  # fmt: skip
 """The columns of the ``runs`` table; ``models`` holds a JSON list of model names;
 ``rescored_from`` the run a ``gem-eval rescore`` graded again (``extra.rescored_from``),
 ``rescore_scorer`` the scorer it asked for (``None``: each task's own); ``scorers`` a JSON
-object: task id -> the label of the scorer that graded it (:mod:`gem_eval.store.scorers`);
-``variant`` the flags that made it other than the whole suite as written (``None``: it is
-that), ``played_at`` when its episodes were played (:mod:`gem_eval.store.variant`)."""
+object: task id -> the label of the scorer that graded it (:mod:`gem_eval.store.scorers`),
+``agents`` one of task id -> the agent that played it; ``variant`` the flags that made it
+other than the whole suite as written (``None``: it is that), ``played_at`` when its
+episodes were played (:mod:`gem_eval.store.variant`)."""
 
-FRAME_COLUMNS = [*EPISODE_COLUMNS, "suite", "scorer"]
+FRAME_COLUMNS = [*EPISODE_COLUMNS, "suite", "scorer", "agent"]
 """The columns of :meth:`Index.episodes` rows and :meth:`Index.episodes_frame`: an
-episode's own, its run's ``suite`` and its task's ``scorer`` label in that run."""
+episode's own, its run's ``suite``, and its task's ``scorer`` label and ``agent`` in that
+run."""
 
 _TYPES = {
     "sample": "INTEGER", "epoch": "INTEGER", "success": "INTEGER", "turns": "INTEGER",
@@ -180,6 +184,7 @@ class Index:
             run = dict(zip(RUN_COLUMNS, row))
             run["models"] = json.loads(run["models"])
             run["scorers"] = json.loads(run["scorers"] or "{}")
+            run["agents"] = json.loads(run["agents"] or "{}")
             run["episodes_done"] = row[-1]
             out.append(run)
         return out
@@ -253,8 +258,8 @@ class Index:
         return stats
 
     def _select(self, run_ids: list[str] | None, suite: str | None) -> list[tuple[Any, ...]]:
-        """Rows of :data:`FRAME_COLUMNS`: each episode with its run's suite and its task's
-        scorer label (``None`` for a task the run's manifest does not list)."""
+        """Rows of :data:`FRAME_COLUMNS`: each episode with its run's suite, and its task's
+        scorer label and agent (``None`` for a task the run's manifest does not list)."""
         where, params = [], []
         if run_ids is not None:
             where.append(f"e.run_id IN ({', '.join('?' * len(run_ids))})")
@@ -263,20 +268,18 @@ class Index:
             where.append("r.suite = ?")
             params.append(suite)
         sql = (
-            f"SELECT {', '.join('e.' + c for c in EPISODE_COLUMNS)}, r.suite, r.scorers "
+            f"SELECT {', '.join('e.' + c for c in EPISODE_COLUMNS)}, r.suite, r.scorers, r.agents "
             "FROM episodes e LEFT JOIN runs r ON r.run_id = e.run_id"
         )
         if where:
             sql += " WHERE " + " AND ".join(where)
         with self._lock:
             rows = self._conn.execute(sql + " ORDER BY e.run_id, e.key", params).fetchall()
-        scorers: dict[str | None, dict[str, str]] = {}
+        maps: dict[str | None, dict[str, str]] = {}  # a run's JSON map -> the map, read once
         out = []
         for row in rows:
-            by_task = scorers.get(row[-1])
-            if by_task is None:
-                by_task = scorers[row[-1]] = json.loads(row[-1] or "{}")
-            out.append((*row[:-1], by_task.get(row[_TASK])))
+            scorers, agents = (_task_map(maps, text) for text in row[-2:])
+            out.append((*row[:-2], scorers.get(row[_TASK]), agents.get(row[_TASK])))
         return out
 
     def _has_tables(self) -> bool:
@@ -321,6 +324,12 @@ _TASK = EPISODE_COLUMNS.index("task_id")
 _REAL_EPISODE_COLUMNS = [c for c in EPISODE_COLUMNS if _TYPES.get(c) == "REAL"]
 
 
+def _task_map(maps: dict[str | None, dict[str, str]], text: str | None) -> dict[str, str]:
+    if text not in maps:
+        maps[text] = json.loads(text or "{}")
+    return maps[text]
+
+
 def _load(run: RunDir) -> tuple[RunManifest, list[tuple[Any, ...]]]:
     return run.read_manifest(), [_episode_row(r) for r in run.read_as(_Row)]
 
@@ -331,6 +340,7 @@ def _run_row(m: RunManifest) -> tuple[Any, ...]:
     values["rescored_from"] = (m.extra.get("rescored_from") or {}).get("run_id")
     values["rescore_scorer"] = rescore_scorer(m)
     values["scorers"] = json.dumps(task_scorers(m), sort_keys=True)
+    values["agents"] = json.dumps(task_agents(m), sort_keys=True)
     values["variant"], values["played_at"] = run_variant(m), played_at(m)
     return tuple(values[c] for c in RUN_COLUMNS)
 

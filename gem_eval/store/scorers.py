@@ -1,4 +1,5 @@
-"""Which scorer graded each task of a run, as leaderboards, ``compare`` and the gate name it.
+"""Which scorer graded each task of a run, and which agent played it, as leaderboards,
+``compare`` and the gate name them.
 
 A score means what its scorer made of an episode: a ``success`` (0 or 1) and a ``return``
 (a sum of rewards) of the same episode are different numbers, never to be averaged or
@@ -10,6 +11,12 @@ its numbers after a colon: the judge model of ``judge``, the discount of
 ``discounted_return`` (``discounted_return:0.99``). An imported run is scored by its
 source harness: ``inspect_ai:<its first scorer>``, ``lm-eval:<metric,filter>``,
 ``harbor:reward``.
+
+An agent is the task's ``agent`` (:func:`task_agents`; gem-eval's own loop,
+:data:`~gem_eval.records.DEFAULT_AGENT`, in a run made before tasks had one). Like a model,
+it is not part of what a sample is: runs of two agents on the same samples compare. An
+imported run was played by its source harness: ``inspect_ai``, ``lm-eval``, ``harbor``
+(``harbor:terminus-2`` when the job ran one agent).
 """
 
 from __future__ import annotations
@@ -18,7 +25,7 @@ from typing import Any
 
 from gem_eval.records import RunManifest, TaskSpec
 
-__all__ = ["rescore_scorer", "scorer_label", "scorer_name", "task_scorers"]
+__all__ = ["rescore_scorer", "scorer_label", "scorer_name", "task_agents", "task_scorers"]
 
 
 def scorer_label(task: TaskSpec) -> str:
@@ -43,6 +50,14 @@ def task_scorers(manifest: RunManifest) -> dict[str, str]:
     return {t.id: scorer_label(t) for t in manifest.tasks}
 
 
+def task_agents(manifest: RunManifest) -> dict[str, str]:
+    """Task id -> the agent that played it, for every task of the run."""
+    imported = manifest.extra.get("imported")
+    if isinstance(imported, dict):
+        return dict.fromkeys((t.id for t in manifest.tasks), _imported_agent(imported))
+    return {t.id: t.agent for t in manifest.tasks}
+
+
 def rescore_scorer(manifest: RunManifest) -> str | None:
     """The scorer ``gem-eval rescore --scorer`` asked for when it made this run (``None``:
     not a re-scoring, or each task's own scorer was kept)."""
@@ -60,3 +75,10 @@ def _imported_label(imported: dict[str, Any], task_id: str) -> str:
         else imported.get("scorer") or ("reward" if source == "harbor" else None)
     )
     return f"{source}:{detail}" if detail else source
+
+
+def _imported_agent(imported: dict[str, Any]) -> str:
+    source = str(imported.get("source") or "imported")
+    pairs = imported.get("agents")  # harbor's, as "agent:model"
+    names = {str(p).split(":", 1)[0] for p in pairs} if isinstance(pairs, list) else set()
+    return f"{source}:{names.pop()}" if len(names) == 1 else source

@@ -241,3 +241,39 @@ def test_a_newer_unfinished_run_passed_over_is_named() -> None:
         "m's latest run of the whole suite smoke, cut, is interrupted: its row is the "
         "earlier finished run done's"
     ]
+
+
+def test_a_row_is_an_agent_and_model_pair() -> None:
+    """A model played by gem-eval's loop and by Terminus-2: a pair each, each named in
+    lines as agent + model; ``agent`` keeps one agent's, and names a run it leaves out."""
+    terminus = {"t0": "terminus-2", "t1": "terminus-2"}
+    runs = [run("loop", 1), {**run("tb", 2, status="interrupted"), "agents": terminus}]
+    chosen = select_runs(runs)
+    assert chosen.players == {"loop": {("gem-eval", "m")}, "tb": {("terminus-2", "m")}}
+    assert chosen.warnings() == [
+        "terminus-2 + m has no finished run of smoke: its latest, tb, is interrupted"
+    ]
+    assert chosen.title("model").startswith("suite smoke, each agent + model's latest")
+    only = select_runs(runs, agent="terminus-2")
+    assert only.players == {"tb": {("terminus-2", "m")}} and only.considered == 1
+    assert "played by terminus-2" in only.title("model")
+    named = select_runs(runs, named=runs, agent="terminus-2")
+    assert named.run_ids == ["tb"]
+    assert named.left_out == ["run loop was played by gem-eval, not terminus-2: not shown"]
+
+
+def test_keep_takes_each_runs_chosen_agents() -> None:
+    """A run whose tasks two agents played, of which only one pair is shown."""
+    rows = [
+        episode(task_id="t0", run_id="mixed", agent="terminus-2"),
+        episode(task_id="t1", run_id="mixed", agent="gem-eval"),
+        episode(task_id="t1", run_id="loop", agent="gem-eval"),
+    ]
+    mixed = {**run("mixed", 1), "agents": {"t0": "terminus-2", "t1": "gem-eval"}}
+    chosen = select_runs([mixed, run("loop", 2)])
+    assert chosen.players == {"mixed": {("terminus-2", "m")}, "loop": {("gem-eval", "m")}}
+    kept = chosen.keep(frame(rows).assign(agent=[r["agent"] for r in rows]))
+    assert list(zip(kept["run_id"], kept["agent"])) == [
+        ("mixed", "terminus-2"),
+        ("loop", "gem-eval"),
+    ]

@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import json
 import sqlite3
 from pathlib import Path
 
@@ -100,11 +101,12 @@ def test_episodes_frame_has_the_episode_columns(tmp_path: Path) -> None:
         fill(tmp_path, index)
         frame = index.episodes_frame(suite="smoke")
         empty = index.episodes_frame(["nope"])
-    assert list(frame.columns) == [*EPISODE_COLUMNS, "suite", "scorer"] == FRAME_COLUMNS
+    assert list(frame.columns) == [*EPISODE_COLUMNS, "suite", "scorer", "agent"] == FRAME_COLUMNS
     assert len(frame) == 10
     assert frame["success"].dtype == bool
     assert frame["cost_usd"].dtype == float
     assert set(frame["suite"]) == {"smoke"} and set(frame["scorer"]) == {"success"}
+    assert set(frame["agent"]) == {"gem-eval"}
     assert list(empty.columns) == FRAME_COLUMNS and empty.empty
 
 
@@ -149,6 +151,55 @@ def test_an_index_without_scorers_is_rebuilt_with_them(tmp_path: Path) -> None:
     conn.close()
     with Index.for_root(tmp_path) as index:
         assert {r["scorers"]["guess"] for r in index.runs()} == {"success"}
+
+
+def test_each_episode_carries_its_tasks_agent_and_an_older_index_is_rebuilt(
+    tmp_path: Path,
+) -> None:
+    """A run whose tasks two agents played, a run written before tasks had an agent
+    (gem-eval's own loop) and imported runs (their harness): the index keeps each run's
+    agents and each episode's; one written before runs had agents (schema 5) is refilled
+    on opening."""
+    tasks = [
+        TaskSpec(id="guess", env_id="game:GuessTheNumber-v0-easy", agent="terminus-2"),
+        TaskSpec(id="qa", env_id="qa:QA-v0"),
+    ]
+    harbor = {"imported": {"source": "harbor", "agents": ["terminus-2:openai/gpt-5"]}}
+    inspect = {"imported": {"source": "inspect_ai", "scorer": "match"}}
+    for manifest in (
+        make_manifest("mixed", tasks=tasks),
+        make_manifest("old"),
+        make_manifest("harbor", extra=harbor),
+        make_manifest("inspect", extra=inspect),
+    ):
+        run = RunDir.create(tmp_path, manifest)
+        run.extend(make_record(manifest.run_id, task_id=t.id) for t in manifest.tasks)
+    old = tmp_path / "old" / "manifest.json"
+    written = json.loads(old.read_text())
+    del written["tasks"][0]["agent"]
+    old.write_text(json.dumps(written))
+    with Index.for_root(tmp_path) as index:
+        index.rebuild(tmp_path)
+    conn = sqlite3.connect(tmp_path / "index.sqlite")
+    conn.execute("UPDATE schema_version SET version = 5")
+    conn.execute("UPDATE runs SET agents = NULL")
+    conn.commit()
+    conn.close()
+    with Index.for_root(tmp_path) as index:
+        runs = {r["run_id"]: r["agents"] for r in index.runs()}
+        frame = index.episodes_frame()
+    assert runs == {
+        "mixed": {"guess": "terminus-2", "qa": "gem-eval"},
+        "old": {"guess": "gem-eval"},
+        "harbor": {"guess": "harbor:terminus-2"},
+        "inspect": {"guess": "inspect_ai"},
+    }
+    played = {(r, t): a for r, t, a in frame[["run_id", "task_id", "agent"]].itertuples(False)}
+    assert played == {
+        ("mixed", "guess"): "terminus-2", ("mixed", "qa"): "gem-eval",
+        ("old", "guess"): "gem-eval", ("harbor", "guess"): "harbor:terminus-2",
+        ("inspect", "guess"): "inspect_ai",
+    }  # fmt: skip
 
 
 def test_rebuild_equals_incremental(tmp_path: Path) -> None:
