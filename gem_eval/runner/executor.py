@@ -154,7 +154,10 @@ class LocalExecutor(Executor):
         model = self.models[spec.model.name]
         task = spec.task
         try:
-            config = generate_config(task.generation, spec.model.args)
+            # An agent program sends its own settings (Terminus-2 none, as under Harbor):
+            # the suite's, meant for gem-eval's loop, would change its requests; -M applies.
+            settings = {} if plays_itself(task) else task.generation
+            config = generate_config(settings, spec.model.args)
             env = await asyncio.to_thread(make, task.env_id, **spec.env_kwargs())
         except UserError as exc:  # the env refused its arguments, or a setting is wrong:
             # the run is set up wrong, every episode would fail alike (never replayed)

@@ -33,11 +33,13 @@ import os
 import re
 import subprocess
 import sys
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from tests.conftest import IN_CI
 from tests.fixtures.openai_server import Reply, serve
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -106,45 +108,67 @@ def steps(trajectory: dict[str, Any]) -> list[str]:
 
 
 @pytest.fixture(scope="module")
-def base_image() -> None:
+def harbor_cli() -> Path:
+    """Harbor's CLI (``$HARBOR_VENV/bin/harbor``, with Docker Compose v2 for its docker
+    environment; ``.ci/run`` installs both), and the tasks' base image: a local tag of
+    gem-eval's base image unless the image exists. Missing: skipped, failed in CI."""
+    harbor = Path(os.environ.get("HARBOR_VENV", "/nonexistent")) / "bin" / "harbor"
+    problem = None if harbor.is_file() else "HARBOR_VENV names no venv with Harbor's CLI"
+    if subprocess.run(["docker", "compose", "version"], capture_output=True).returncode:
+        problem = "docker compose (Compose v2, the CLI plugin) does not run"
+    if problem is not None:
+        if IN_CI:
+            pytest.fail(f"CI=true, but the parity test cannot run: {problem}", pytrace=False)
+        pytest.skip(problem)
     if subprocess.run(["docker", "image", "inspect", BASE], capture_output=True).returncode:
         subprocess.run(["docker", "tag", "gem-eval/base:bookworm", BASE], check=True)
+    return harbor
 
 
-def play_harbor(tmp: Path) -> tuple[list[Any], dict[str, float], dict[str, Any]]:
-    """Harbor's own run: its requests, each task's reward, each task's trajectory."""
-    harbor = Path(os.environ["HARBOR_VENV"]) / "bin" / "harbor"
+@dataclass
+class HarborRun:
+    requests: list[Any]
+    rewards: dict[str, float]
+    trajectories: dict[str, Any]
+
+
+@pytest.fixture(scope="module")
+def harbor_run(harbor_cli: Path, tmp_path_factory: pytest.TempPathFactory) -> HarborRun:
+    """Harbor's own run (once for the module): its requests, each task's reward and
+    trajectory."""
+    tmp = tmp_path_factory.mktemp("harbor")
     env = {**os.environ, "OPENAI_API_KEY": "harbor-key", "LITELLM_LOCAL_MODEL_COST_MAP": "True"}
     env["HARBOR_TELEMETRY"] = "0"
     with serve(answer, model="scripted") as server:
-        argv = [str(harbor), "run", "--path", str(TASKS), "--env", "docker"]
+        argv = [str(harbor_cli), "run", "--path", str(TASKS), "--env", "docker"]
         argv += ["--job-name", "parity", "--jobs-dir", str(tmp), "--n-concurrent", "1"]
         argv += ["--yes", "--quiet", "--agent", "terminus-2", "--model", "openai/scripted"]
         argv += ["--ak", f"api_base={server.base_url}"]
         subprocess.run(argv, check=True, env=env, timeout=900, capture_output=True)
-        requests = server.requests
-    rewards, trajectories = {}, {}
+        run = HarborRun(server.requests, {}, {})
     for result in (tmp / "parity").glob("*/result.json"):
         data = json.loads(result.read_text())
         assert data.get("exception_info") is None, data["exception_info"]
-        rewards[data["task_name"]] = data["verifier_result"]["rewards"]["reward"]
+        run.rewards[data["task_name"]] = data["verifier_result"]["rewards"]["reward"]
         trajectory = result.parent / "agent" / "trajectory.json"
-        trajectories[data["task_name"]] = json.loads(trajectory.read_text())
-    return requests, rewards, trajectories
+        run.trajectories[data["task_name"]] = json.loads(trajectory.read_text())
+    return run
 
 
-def play_gem_eval(tmp: Path) -> tuple[list[Any], dict[str, Any], dict[str, Any]]:
+def play_gem_eval(tmp: Path, backend: str) -> tuple[list[Any], dict[str, Any], dict[str, Any]]:
     """gem-eval's run: its requests as the server got them, each task's record, and
-    each task's trajectory as attached to it."""
-    tmp.mkdir(parents=True, exist_ok=True)
+    each task's trajectory as attached to it. The suite sets generation settings for
+    gem-eval's own loop: an agent program's requests do not take them."""
     suite = tmp / "parity.yaml"
-    suite.write_text(f"name: parity\ntasks:\n  - id: p\n    env: terminal:Task-v0\n"
-                     f"    args: {{path: {TASKS}}}\n")  # fmt: skip
+    suite.write_text(
+        f"name: parity\ndefaults:\n  generation: {{max_tokens: 4096}}\n"
+        f"tasks:\n  - id: p\n    env: terminal:Task-v0\n    args: {{path: {TASKS}}}\n"
+    )
     results = tmp / "results"
     with serve(answer, model="scripted") as server:
         argv = [sys.executable, "-m", "gem_eval", "run", "--suite", str(suite)]
         argv += ["--agent", "terminus-2", "--model", "openai/scripted"]
-        argv += ["--model-base-url", server.base_url, "--model-backend", "openai"]
+        argv += ["--model-base-url", server.base_url, "--model-backend", backend]
         argv += ["--results-dir", str(results), "-q"]
         done = subprocess.run(argv, cwd=ROOT, capture_output=True, text=True, timeout=1800)
         assert done.returncode == 0, done.stderr[-3000:]
@@ -160,30 +184,32 @@ def play_gem_eval(tmp: Path) -> tuple[list[Any], dict[str, Any], dict[str, Any]]
     return requests, records, trajectories
 
 
-def test_terminus2_sends_what_harbor_sends(tmp_path: Path, base_image: None) -> None:
-    harbor_requests, rewards, harbor_steps = play_harbor(tmp_path / "harbor")
-    gem_requests, records, gem_steps = play_gem_eval(tmp_path / "gem")
+@pytest.mark.parametrize("backend", ["openai", "litellm"])
+def test_terminus2_sends_what_harbor_sends(
+    tmp_path: Path, harbor_run: HarborRun, backend: str
+) -> None:
+    gem_requests, records, gem_steps = play_gem_eval(tmp_path, backend)
 
-    harbor_bodies = by_task([r.body for r in harbor_requests])
+    harbor_bodies = by_task([r.body for r in harbor_run.requests])
     gem_bodies = by_task([r.body for r in gem_requests])
     for task in ("hello-file", "count-lines"):
         assert len(harbor_bodies[task]) == 3, harbor_bodies[task]  # reply, fix, confirm
         assert gem_bodies[task] == harbor_bodies[task], first_difference(
             gem_bodies[task], harbor_bodies[task]
         )
-        assert steps(gem_steps[task]) == steps(harbor_steps[task]), task
+        assert steps(gem_steps[task]) == steps(harbor_run.trajectories[task]), task
     # Harbor's requests carry only the model and the messages; the parser's feedback
     # reached the model in both.
-    assert {key for r in harbor_requests for key in r.body} == {"model", "messages"}
+    assert {key for r in harbor_run.requests for key in r.body} == {"model", "messages"}
     said = " ".join(normalised(r.body) for r in gem_requests)
     assert "Previous response had warnings" in said and "parsing errors" in said
     # The episode's token never leaves gem-eval: the server saw gem-eval's own key.
     assert not any("gem-" in (r.authorization or "") for r in gem_requests)
 
-    assert rewards == {"hello-file": 1.0, "count-lines": 0.0}
+    assert harbor_run.rewards == {"hello-file": 1.0, "count-lines": 0.0}
     scores = {task: (r["outcome"], r["score"]) for task, r in records.items()}
     assert scores == {"hello-file": ("completed", 1.0), "count-lines": ("completed", 0.0)}
     run = records["hello-file"]["trajectory"]["agent_run"]
     assert run["version"] == "2.0.0" and run["setup_s"] > 0 and run["run_s"] > 0
-    assert [turn.get("parse_error") for turn in records["count-lines"]["trajectory"]
-            ["agent_run"]["turns"]] == [True, None, None]  # fmt: skip
+    turns = records["count-lines"]["trajectory"]["agent_run"]["turns"]
+    assert [turn.get("parse_error") for turn in turns] == [True, None, None]

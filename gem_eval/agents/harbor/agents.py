@@ -18,7 +18,7 @@ from typing import Any, ClassVar
 
 from gem_eval.agents.base import Agent, AgentEpisode, AgentError, AgentResult
 from gem_eval.agents.catalog import HARBOR_VERSION
-from gem_eval.agents.harbor import atif
+from gem_eval.agents.harbor import atif, terminal_tools
 from gem_eval.agents.harbor.bridge import HarborHost
 from gem_eval.agents.harbor.sandbox_calls import SandboxCalls
 from gem_eval.agents.harbor.venv import harbor_venv, venv_python
@@ -42,6 +42,9 @@ class HarborAgent(Agent):
 
     harbor_name: ClassVar[str]
     families: ClassVar[tuple[str, ...]] = ("terminal",)
+    uses_tmux: ClassVar[bool] = False
+    """The agent drives tmux (and records with asciinema): gem-eval puts both in a
+    container without network (:mod:`gem_eval.agents.harbor.terminal_tools`)."""
 
     def __init__(self) -> None:
         self.host: HarborHost | None = None
@@ -69,6 +72,8 @@ class HarborAgent(Agent):
             raise AgentError(f"{self.name} was not started", infra=True)
         sandbox = episode.sandbox
         await sandbox.run_root(f"mkdir -p {AGENT_LOGS} && chmod 777 {AGENT_LOGS}", "making /logs")
+        offline = not getattr(sandbox, "network", True)
+        provided = await terminal_tools.provide(sandbox) if offline and self.uses_tmux else []
         task = episode.task.id.rsplit("/", 1)[-1]
         request = {
             "agent": self.harbor_name,
@@ -89,6 +94,8 @@ class HarborAgent(Agent):
         with calls.uncapped():
             reply = await self.host.play(request, calls)
         result = self.result(reply, episode.logs_dir / "agent")
+        if provided:
+            result.info["provided"] = provided
         if calls.lost is not None:
             raise calls.lost
         error = reply.get("error")
@@ -153,6 +160,7 @@ class Terminus2(HarborAgent):
 
     name = "terminus-2"
     harbor_name = "terminus-2"
+    uses_tmux = True
     source = f"Harbor {HARBOR_VERSION} (PyPI: harbor), hosted"
     records = "every model call, each turn's analysis, plan, keystrokes and screen, its cast"
 
