@@ -49,14 +49,15 @@ class HarborHost:
 
     Args:
         python: The interpreter of Harbor's venv.
+        script: The host script (tests give a stand-in).
 
     Attributes:
         info: What the host said when ready (``harbor``, ``python``, ``import_s``).
         start_s: Seconds from spawning the host to its ``ready`` (the last start).
     """
 
-    def __init__(self, python: Path) -> None:
-        self.python = python
+    def __init__(self, python: Path, script: Path = HOST_SCRIPT) -> None:
+        self.python, self.script = python, script
         self.info: dict[str, Any] = {}
         self.start_s: float | None = None
         self._process: Process | None = None
@@ -81,7 +82,7 @@ class HarborHost:
             env = {k: os.environ[k] for k in _KEPT_ENV if k in os.environ}
             env |= {"LITELLM_LOCAL_MODEL_COST_MAP": "True", "HARBOR_TELEMETRY": "0"}
             process = await asyncio.create_subprocess_exec(
-                str(self.python), "-I", str(HOST_SCRIPT),
+                str(self.python), "-I", str(self.script),
                 stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE,
                 stderr=asyncio.subprocess.PIPE, env=env, limit=LINE_LIMIT,
             )  # fmt: skip

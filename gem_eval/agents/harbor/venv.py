@@ -8,8 +8,9 @@ built beside its place, checked, then renamed in (a venv's ``bin/python`` works 
 wherever the directory lies; its console scripts, which gem-eval does not use, would not).
 
 The interpreter: ``$GEM_EVAL_HARBOR_PYTHON`` when set, else the first Python >= 3.12 among
-``python3.13`` and ``python3.12`` on ``PATH`` and pyenv's versions. ``$GEM_EVAL_HARBOR_VENV``
-names a venv that already holds the pinned Harbor, used as it is (nothing is built).
+``python3.12``, ``python3.13`` and ``python3`` on ``PATH`` and pyenv's versions.
+``$GEM_EVAL_HARBOR_VENV`` names a venv that already holds the pinned Harbor, used as it is
+(nothing is built).
 """
 
 from __future__ import annotations
@@ -98,7 +99,7 @@ def find_python() -> Path:
 
 
 def _candidates() -> list[Path]:
-    found = [shutil.which(name) for name in ("python3.13", "python3.12", "python3")]
+    found = [shutil.which(name) for name in ("python3.12", "python3.13", "python3")]
     paths = [Path(p) for p in found if p]
     root = Path(os.environ.get("PYENV_ROOT") or Path.home() / ".pyenv") / "versions"
     if root.is_dir():
