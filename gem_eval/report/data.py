@@ -34,6 +34,8 @@ SUMMARY_FIELDS = (
     "success", "turns", "tokens", "cost_usd", "latency_s", "tool_calls", "error",
 )  # fmt: skip
 """The columns of an episode summary row, in order (rows are lists, to keep the page small)."""
+MAX_CAST_BYTES = 4 * 1024 * 1024
+"""An agent's recording larger than this is left out of the page (its file stays)."""
 
 
 @dataclass
@@ -95,10 +97,28 @@ def build(index: Index, results_dir: Path, run_ids: list[str], gamma: float = 1.
     for number, run in enumerate(data.runs, 1):  # how the plots' legends name it
         run["label"] = run.get("role") or f"run {number}"
     for run_id in run_ids:
-        for record in RunDir(results_dir / run_id).latest_by_key().values():
+        run_dir = RunDir(results_dir / run_id)
+        for record in run_dir.latest_by_key().values():
             data.episodes.append(_summary(record))
-            data.transcripts.append(pack(transcript(record, gamma)))
+            body = transcript(record, gamma)
+            if record.trajectory is not None and record.trajectory.agent_run is not None:
+                body["casts"] = agent_casts(run_dir.path, record)
+            data.transcripts.append(pack(body))
     return data
+
+
+def agent_casts(run_dir: Path, record: EpisodeRecord) -> dict[str, str]:
+    """An agent program's terminal recordings (its ``.cast`` attachments, each up to
+    :data:`MAX_CAST_BYTES`), for the page's player: name -> asciicast v2 text."""
+    casts = {}
+    for name in record.attachments:
+        path = run_dir / name
+        try:
+            if name.endswith(".cast") and path.stat().st_size <= MAX_CAST_BYTES:
+                casts[Path(name).name] = path.read_text(encoding="utf-8", errors="replace")
+        except OSError:  # removed since: the record lists it, the page does without
+            continue
+    return casts
 
 
 def transcript(record: EpisodeRecord, gamma: float) -> dict[str, Any]:

@@ -212,6 +212,126 @@
     const read = new Set((t.messages || []).filter((m) => m.role !== "assistant").map((m) => m.content));
     return (t.steps || []).filter((s) => hasText(s.observation) && !read.has(s.observation));
   }
+  // --- an agent program's episode: its own turns (Terminus-2: analysis, plan, keystrokes,
+  // the screen after) and its terminal recordings (asciicast v2), replayed in a <pre>.
+  function agentView(t) {
+    const run = t.agent_run;
+    const head = [`${t.agent || "agent"}${run.version ? " " + run.version : ""}`,
+      `setup ${fmt("latency_s", run.setup_s)} s`, `run ${fmt("latency_s", run.run_s)} s`];
+    if (run.timed_out) head.push("timed out");
+    if (run.provided && run.provided.length) head.push(`gem-eval brought in ${run.provided.join(", ")}`);
+    const rows = (run.turns || []).map((turn, i) => {
+      const cells = [el("td", {}, i + 1)];
+      if (turn.parse_error) {
+        cells.push(el("td", { class: "key bad", colspan: 3 }, "reply not parsed: ", folded(turn.reply, "reply")));
+      } else if (turn.source) {
+        cells.push(el("td", { class: "key", colspan: 3 }, `${turn.source}: `, folded(turn.message, "message")));
+      } else {
+        const keys = (turn.commands || []).map((c) => `${c.keystrokes}`).join("");
+        const calls = (turn.tool_calls || []).map((c) => `${c.name} ${JSON.stringify(c.arguments)}`).join("\n");
+        cells.push(el("td", { class: "key" }, folded(turn.analysis, "analysis")),
+          el("td", { class: "key" }, folded(turn.plan, "plan")),
+          el("td", { class: "key keystrokes" }, keys || calls ? el("pre", {}, keys || calls) : null,
+            turn.task_complete ? el("b", { class: "good" }, "task complete") : null));
+      }
+      cells.push(el("td", { class: "key observation" }, folded(turn.observation, "screen")));
+      return el("tr", { class: "agent-turn" }, ...cells);
+    });
+    const headRow = el("tr", {}, ...["turn", "analysis", "plan", "keystrokes", "screen after"].map((c) => el("th", {}, c)));
+    const box = el("div", { class: "agent-run" }, el("h4", {}, "Agent: " + head.join(", ")),
+      el("table", { class: "agent-turns" }, el("thead", {}, headRow), el("tbody", {}, ...rows)));
+    for (const [name, text] of Object.entries(t.casts || {})) box.append(castView(name, text));
+    return box;
+  }
+  function castView(name, text) {
+    const lines = text.split("\n").filter((l) => l.trim());
+    let header = {};
+    try { header = JSON.parse(lines[0]); } catch (err) { header = {}; }
+    const out = [];
+    for (const line of lines.slice(1)) {
+      try { const e = JSON.parse(line); if (e[1] === "o") out.push(e); } catch (err) { /* a torn line */ }
+    }
+    const end = out.length ? out[out.length - 1][0] : 0;
+    const screen = el("pre", { class: "cast-screen" });
+    const slider = el("input", { type: "range", min: 0, max: out.length, value: out.length, "aria-label": "time" });
+    const clock = el("span", { class: "cast-clock" });
+    const draw = () => {
+      const n = Number(slider.value);
+      screen.textContent = terminalText(out.slice(0, n).map((e) => e[2]).join(""), header.width || 80, header.height || 24);
+      clock.textContent = ` ${(n ? out[n - 1][0] : 0).toFixed(2)} / ${end.toFixed(2)} s `;
+    };
+    let timer = null;
+    const play = el("button", { type: "button" }, "play");
+    play.addEventListener("click", () => {
+      clearTimeout(timer);
+      if (Number(slider.value) >= out.length) slider.value = 0;
+      const step = () => {
+        const n = Number(slider.value);
+        draw();
+        if (n >= out.length) return;
+        const wait = Math.min(1000, 1000 * (out[n][0] - (n ? out[n - 1][0] : 0)));
+        timer = setTimeout(() => { slider.value = n + 1; step(); }, wait);
+      };
+      step();
+    });
+    slider.addEventListener("input", () => { clearTimeout(timer); draw(); });
+    const link = el("a", { href: URL.createObjectURL(new Blob([text], { type: "application/x-asciicast" })), download: name },
+      `download ${name}`);
+    draw();
+    return el("div", { class: "cast", "data-cast": name },
+      el("h4", {}, `Terminal recording ${name} (${header.width || "?"}x${header.height || "?"})`),
+      el("div", {}, play, slider, clock, link), screen);
+  }
+  // What a terminal shows after `data`: the escape sequences a shell's session uses
+  // (cursor moves, erasing, clearing) applied; colours and modes ignored. The screen is
+  // the last `height` rows; the clearing of scroll-back (ESC[3J) drops the rows above.
+  function terminalText(data, width, height) {
+    let rows = [[]], r = 0, c = 0, top = 0;
+    const row = (i) => { while (rows.length <= i) rows.push([]); return rows[i]; };
+    const down = () => { r += 1; row(r); top = Math.max(top, r - height + 1); };
+    for (let i = 0; i < data.length; i++) {
+      const ch = data[i];
+      if (ch === "\x1b") {
+        const kind = data[i + 1];
+        if (kind === "[") {
+          let j = i + 2;
+          while (j < data.length && !/[@-~]/.test(data[j])) j++;
+          const args = data.slice(i + 2, j).replace(/^[?>=]/, "").split(";").map((n) => parseInt(n, 10));
+          const n = (k, d) => (Number.isNaN(args[k]) || args[k] === undefined ? d : args[k]);
+          const cmd = data[j];
+          i = j;
+          if (cmd === "H" || cmd === "f") { r = top + n(0, 1) - 1; c = n(1, 1) - 1; row(r); }
+          else if (cmd === "A") r = Math.max(top, r - n(0, 1));
+          else if (cmd === "B") { r += n(0, 1); row(r); }
+          else if (cmd === "C") c += n(0, 1);
+          else if (cmd === "D") c = Math.max(0, c - n(0, 1));
+          else if (cmd === "G") c = n(0, 1) - 1;
+          else if (cmd === "K") { const line = row(r); if (n(0, 0) === 0) line.length = Math.min(line.length, c); else if (n(0, 0) === 2) rows[r] = []; else for (let k = 0; k <= c; k++) line[k] = " "; }
+          else if (cmd === "J") {
+            if (n(0, 0) === 3) { rows = rows.slice(top); r -= top; top = 0; }
+            else if (n(0, 0) === 2) { rows = rows.slice(0, top); row(r); }
+            else { row(r).length = Math.min(row(r).length, c); rows.length = r + 1; }
+          }
+        } else if (kind === "]") { // an OSC: up to BEL or ESC \
+          let j = i + 2;
+          while (j < data.length && data[j] !== "\x07" && !(data[j] === "\x1b" && data[j + 1] === "\\")) j++;
+          i = data[j] === "\x07" ? j : j + 1;
+        } else if (kind === "(" || kind === ")") i += 2;
+        else i += 1;
+      } else if (ch === "\r") c = 0;
+      else if (ch === "\n") down();
+      else if (ch === "\b") c = Math.max(0, c - 1);
+      else if (ch === "\t") c = (Math.floor(c / 8) + 1) * 8;
+      else if (ch >= " ") {
+        if (c >= width) { c = 0; down(); }
+        const line = row(r);
+        while (line.length < c) line.push(" ");
+        line[c] = ch;
+        c += 1;
+      }
+    }
+    return rows.slice(top, top + height).map((l) => l.join("").replace(/\s+$/, "")).join("\n").replace(/\n+$/, "");
+  }
   async function openEpisode(i, tr) {
     document.querySelectorAll("#episode-list tr.open").forEach((r) => r.classList.remove("open"));
     if (tr) tr.classList.add("open");
@@ -233,6 +353,7 @@
       view.append(el("h4", { class: "bad" }, "error"), el("pre", { class: "error" }, t.error || ""));
       if (t.traceback) view.append(folded(t.traceback, "traceback"));
     }
+    if (t.agent_run) view.append(agentView(t));
     view.append(el("h4", {}, `Turns (rewards, returns-to-go with gamma ${DATA.gamma})`), stepsView(t));
     if (last && last.info && Object.keys(last.info).length) {
       view.append(el("h4", {}, "Grader output (the last step's info)"),
