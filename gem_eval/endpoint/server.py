@@ -134,7 +134,14 @@ class ModelEndpoint:
                 try:
                     self._ports[host] = await _serve(self._runner, host, self.port)
                 except OSError:  # the port is taken on that address
-                    self._ports[host] = await _serve(self._runner, host, 0)
+                    try:
+                        self._ports[host] = await _serve(self._runner, host, 0)
+                    except OSError as exc:  # not an address of this machine
+                        raise GemEvalError(
+                            f"the model endpoint cannot listen on {host}, where containers "
+                            f"reach this machine ({exc.strerror or exc}): is the Docker "
+                            "engine on another machine?"
+                        ) from None
             return self._ports[host]
 
     def open(self, line: EpisodeLine) -> str:

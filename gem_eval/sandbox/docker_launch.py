@@ -185,6 +185,9 @@ async def _create(
     host_config: dict[str, Any] = api.create_host_config(
         network_mode=network or ("bridge" if box.network else "none"),
         cap_drop=["NET_RAW"] if network and not box.network else None,
+        # Docker's DNS answers no outside name there, and by default lets a lookup wait
+        # 10 s for it (agents look up telemetry and update hosts): one second.
+        dns_opt=["timeout:1", "attempts:1"] if endpoint is not None else None,
         mem_limit=box.memory,
         memswap_limit=box.memory,
         nano_cpus=int(box.cpus * 1e9),

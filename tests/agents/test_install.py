@@ -17,6 +17,9 @@ import pytest
 
 from gem_eval.agents.install import FetchError, Platform, fetch, make_installer
 from gem_eval.agents.install.qwen_code import unpack
+from gem_eval.endpoint import Call, EpisodeLine, ModelEndpoint
+from gem_eval.models.base import ModelOutput
+from gem_eval.models.scripted import ScriptedModel, tool_call
 from gem_eval.records import SandboxSpec
 from gem_eval.sandbox.agent_files import AGENTS_MOUNT
 from gem_eval.sandbox.factory import make_sandbox
@@ -147,3 +150,76 @@ def test_installed_agents_run_in_a_real_container() -> None:
 
     asyncio.run(main())
     assert all(seconds < 5 for seconds in timings.values()), timings
+
+
+def scripted(tool: str) -> ScriptedModel:
+    """Runs ``tool`` once to write /tmp/hello.txt, then says it is done (mini-swe-agent
+    ends on its own command)."""
+
+    def answer(messages: list[Any]) -> ModelOutput:
+        results = sum(1 for m in messages if m.get("role") == "tool")
+        command = ["echo hi > /tmp/hello.txt", "echo COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT"]
+        if results < (2 if tool == "bash" else 1):
+            call = tool_call(tool, {"command": command[results], "description": "write"})
+            return ModelOutput(text="On it.", tool_calls=[call], finish_reason="tool_calls")
+        return ModelOutput(text="The file is written.", finish_reason="stop")
+
+    return ScriptedModel(answer)
+
+
+@pytest.mark.docker
+@pytest.mark.parametrize(
+    ("agent", "command"),
+    [
+        (
+            "mini-swe-agent",
+            "mini-swe-agent --yolo --model=openai/scripted --task='write hi' --cost-limit 0 "
+            "-c mini -c model.model_kwargs.api_base=$OPENAI_BASE_URL --exit-immediately",
+        ),
+        (
+            "qwen-code",
+            ". ~/.nvm/nvm.sh; qwen --yolo --auth-type openai --model scripted "
+            '--openai-api-key "$OPENAI_API_KEY" --openai-base-url "$OPENAI_BASE_URL" '
+            "--prompt='write hi'",
+        ),
+    ],
+)
+def test_an_installed_agent_calls_its_endpoint_without_the_network(
+    agent: str, command: str
+) -> None:
+    """The agent's own CLI, headless in a container without network, calls the run's
+    endpoint at the URL the sandbox reaches (whole or streamed) and acts on the replies."""
+    model = scripted("bash" if agent == "mini-swe-agent" else "run_shell_command")
+    calls: list[Call] = []
+
+    async def main() -> None:
+        installer = make_installer(agent)
+        await installer.prepare()
+        endpoint = ModelEndpoint()
+        await endpoint.start()
+        line = EpisodeLine(model, on_call=calls.append)
+        box = make_sandbox(SandboxSpec(agent_program=True, user="root"))
+        network = None
+        try:
+            async with box:
+                network = getattr(box, "endpoint_network", None)
+                assert network is not None
+                await network.admit(await endpoint.listen(network.gateway))
+                await installer.install(box)
+                env = {
+                    "OPENAI_API_KEY": endpoint.open(line),
+                    "OPENAI_BASE_URL": endpoint.url(network.gateway),
+                    "MSWEA_CONFIGURED": "true",  # as Harbor's adapter runs it
+                    "MSWEA_COST_TRACKING": "ignore_errors",
+                }
+                ran = await box.exec(["bash", "-c", command + " </dev/null"], timeout=300, env=env)
+                assert ran.ok, ran.stdout[-2000:] + ran.stderr[-2000:]
+                assert (await box.read_file("/tmp/hello.txt")) == b"hi\n"
+        finally:
+            await endpoint.aclose()
+            if network is not None:
+                await network.remove()
+
+    asyncio.run(main())
+    assert [call.error for call in calls] == [None] * len(calls) and len(calls) >= 2
+    assert {call.stream for call in calls} == {agent == "qwen-code"}
