@@ -13,6 +13,9 @@ tighten the task's settings, never loosen them:
             the names agree and is refused when they differ
 ==========  =====================================================================
 
+Without the network, an agent program's container (``--agent``) keeps one way out: to
+the run's model endpoint (see :mod:`gem_eval.sandbox.endpoint_network`).
+
 Only keys a suite sets are a policy: a :class:`~gem_eval.records.SandboxSpec`'s defaults
 (no network, ``1g``) are not, so a suite that says nothing leaves a task that asks for
 4 GB and the internet as it is. The suite loader builds a task's ``sandbox`` from the
