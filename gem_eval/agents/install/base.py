@@ -25,7 +25,7 @@ import shlex
 import time
 from abc import ABC, abstractmethod
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 
@@ -113,7 +113,6 @@ class Installed:
     seconds: float
     packages: dict[str, str]
     platform: Platform
-    details: dict[str, Any] = field(default_factory=dict)
 
 
 class Installer(ABC):
@@ -131,6 +130,7 @@ class Installer(ABC):
 
     def __init__(self, version: str) -> None:
         self.version = version
+        self.installed: dict[str, str] = {}  # the packages prepared or installed so far
 
     @abstractmethod
     def packages(self, platform: Platform) -> dict[str, str]:
@@ -171,6 +171,7 @@ class Installer(ABC):
             python_version=(int(major), int(minor), 0),
         )
         await asyncio.to_thread(self.tree, platform)
+        self.installed |= self.packages(platform)
 
     async def install(self, sandbox: Sandbox) -> Installed:
         """Put the agent's command in ``sandbox``'s container (started; made for an agent
@@ -193,6 +194,7 @@ class Installer(ABC):
         tree = await asyncio.to_thread(self.tree, platform)
         where = f"{AGENTS_MOUNT}/{tree.name}"
         await sandbox.run_root(self.link_script(where, platform), f"installing {self.name}")
+        self.installed |= self.packages(platform)
         return Installed(
             command=self.command,
             version=self.version,
@@ -205,6 +207,7 @@ class Installer(ABC):
         """What the run manifest records of the agent's install."""
         return {
             "version": self.version,
+            "packages": dict(self.installed),
             "from": self.source,
             "installed": f"fetched on the host into gem-eval's cache, seen read-only at "
             f"{AGENTS_MOUNT} in the task's container; {self.command} on PATH",

@@ -56,7 +56,18 @@ class MiniSweAgentInstaller(Installer):
         super().__init__(version)
 
     def packages(self, platform: Platform) -> dict[str, str]:
-        return {"mini-swe-agent": self.version}
+        """mini-swe-agent and each package it brought (its dependencies are not pinned:
+        they are what PyPI served when the tree was made, recorded here)."""
+        site = agents_dir() / self._name(platform) / "site-packages"
+        found = {}
+        for info in sorted(site.glob("*.dist-info")):
+            name, _, version = info.name.removesuffix(".dist-info").partition("-")
+            found[name.replace("_", "-").lower()] = version
+        return {"mini-swe-agent": self.version, **found}
+
+    def _name(self, platform: Platform) -> str:
+        python = (platform.python_minor or "").replace(".", "")
+        return f"mini-swe-agent-{self.version}-cp{python}-{platform.arch}"
 
     def tree(self, platform: Platform) -> Path:
         self.require_glibc(platform)
@@ -65,7 +76,7 @@ class MiniSweAgentInstaller(Installer):
             raise self.refuse(f"it needs python3 3.10 or later; the image has {have}")
         python = platform.python_minor
         assert python is not None
-        name = f"mini-swe-agent-{self.version}-cp{python.replace('.', '')}-{platform.arch}"
+        name = self._name(platform)
         entry = CacheEntry(agents_dir() / name, check=_launcher_there)
         return ensure(
             entry, lambda tmp: self._build(tmp, python, platform.arch, f"{AGENTS_MOUNT}/{name}")
