@@ -5,8 +5,10 @@ gem-eval's CLI (``gem-eval run --agent terminus-2``) each play the same two task
 directories (``tests/fixtures/harbor_jobs/tasks``: ``hello-file`` solved, ``count-lines``
 answered wrong) against a scripted OpenAI-compatible server of their own that answers
 alike: its replies exercise Terminus-2's parser and loop (``hello-file``: JSON after a
-line of extra text, a warning; ``count-lines``: no JSON at all, a parse error; both: the
-confirmation turn before completion). Each server records every request it gets.
+line of extra text, a warning; ``count-lines``: no JSON at all, a parse error, then the
+fix answered as a prompt too long for the model, which Terminus-2 meets by summarising
+its context in three calls; both: the confirmation turn before completion). Each server
+records every request it gets.
 
 What is compared, task by task, in the order made: every request's decoded JSON body,
 encoded again with sorted keys, compared byte for byte after one normalisation:
@@ -22,7 +24,8 @@ gem-eval's client's, not the agent's; everything the agent put in them (the mode
 each message's role and text, and which fields there are) is compared. The key differs
 on purpose: the episode's token stays in gem-eval (the test checks it never reaches the
 server). Also compared: the verifier's verdict (gem-eval's score and Harbor's reward),
-and each trajectory's steps (message, tool calls, observation; hostname normalised).
+and each trajectory's steps (message, tool calls, observation; the hostname normalised,
+and the trial's name, random in each harness, in the summarising subagents' ids).
 """
 
 from __future__ import annotations
@@ -40,7 +43,7 @@ from typing import Any
 import pytest
 
 from tests.conftest import IN_CI
-from tests.fixtures.openai_server import Reply, serve
+from tests.fixtures.openai_server import Answer, Fault, Reply, serve
 
 ROOT = Path(__file__).resolve().parents[2]
 TASKS = ROOT / "tests" / "fixtures" / "harbor_jobs" / "tasks"
@@ -48,11 +51,20 @@ BASE = "python:3.12-slim-bookworm"
 """The tasks' base image: a local tag of gem-eval's base image unless one exists."""
 CONFIRM = "Are you sure you want to mark the task as complete?"
 HOST = re.compile(r"(?<=root@)[0-9a-f]{12}(?=:)")
+TRIAL = re.compile(r"[\w.-]+__[0-9A-Za-z]{7}__agent")
+OVERFLOW = {
+    "message": "This model's maximum context length is 4096 tokens. However, your messages "
+    "resulted in 5000 tokens. Please reduce the length of the messages.",
+    "type": "invalid_request_error",
+    "param": "messages",
+    "code": "context_length_exceeded",
+}
+"""The error an OpenAI-compatible server answers a prompt too long for the model with."""
 
 pytestmark = [pytest.mark.docker, pytest.mark.harbor]
 
 
-def answer(request: dict[str, Any]) -> Reply:
+def answer(request: dict[str, Any]) -> Answer:
     """Terminus-2's replies, by where its conversation is (both harnesses alike)."""
     messages = request.get("messages") or []
     first, last = (str(messages[i].get("content") or "") for i in (0, -1))
@@ -67,6 +79,8 @@ def answer(request: dict[str, Any]) -> Reply:
 
     if CONFIRM in last:
         return reply("It is done.", [], True)
+    if not hello and len(messages) == 3 and "parsing errors" in last:  # once: the overflow
+        return Fault.status(400, body={"error": OVERFLOW})
     if len(messages) == 1 and hello:  # extra text before the JSON: a warning
         return reply("No file yet.", ["echo hi > /app/hello.txt\n"], False, "Here it is:\n")
     if len(messages) == 1:  # no JSON at all: a parse error
@@ -103,8 +117,11 @@ def first_difference(ours: list[str], theirs: list[str]) -> str:
 
 
 def steps(trajectory: dict[str, Any]) -> list[str]:
+    """A trajectory's steps, the hostname and the trial's name (random in each harness;
+    in the summarising subagents' ids, never in a request) normalised."""
     keep = ("source", "message", "tool_calls", "observation")
-    return [normalised({k: s.get(k) for k in keep}) for s in trajectory["steps"]]
+    texts = [normalised({k: s.get(k) for k in keep}) for s in trajectory["steps"]]
+    return [TRIAL.sub("<trial>", text) for text in texts]
 
 
 @pytest.fixture(scope="module")
@@ -192,8 +209,11 @@ def test_terminus2_sends_what_harbor_sends(
 
     harbor_bodies = by_task([r.body for r in harbor_run.requests])
     gem_bodies = by_task([r.body for r in gem_requests])
+    # hello-file: the reply with a warning, its fix, the confirmation; count-lines: the
+    # reply it cannot parse, the fix (overflowing), the three summarising calls (summary,
+    # questions, answers), the fix again, the confirmation.
+    assert [len(harbor_bodies[t]) for t in ("hello-file", "count-lines")] == [3, 7]
     for task in ("hello-file", "count-lines"):
-        assert len(harbor_bodies[task]) == 3, harbor_bodies[task]  # reply, fix, confirm
         assert gem_bodies[task] == harbor_bodies[task], first_difference(
             gem_bodies[task], harbor_bodies[task]
         )
@@ -203,6 +223,7 @@ def test_terminus2_sends_what_harbor_sends(
     assert {key for r in harbor_run.requests for key in r.body} == {"model", "messages"}
     said = " ".join(normalised(r.body) for r in gem_requests)
     assert "Previous response had warnings" in said and "parsing errors" in said
+    assert "You are about to hand off your work to another AI agent" in said
     # The episode's token never leaves gem-eval: the server saw gem-eval's own key.
     assert not any("gem-" in (r.authorization or "") for r in gem_requests)
 
@@ -212,4 +233,6 @@ def test_terminus2_sends_what_harbor_sends(
     run = records["hello-file"]["trajectory"]["agent_run"]
     assert run["version"] == "2.0.0" and run["setup_s"] > 0 and run["run_s"] > 0
     turns = records["count-lines"]["trajectory"]["agent_run"]["turns"]
-    assert [turn.get("parse_error") for turn in turns] == [True, None, None]
+    kinds = [turn.get("source") or ("parse error" if turn.get("parse_error") else "agent")
+             for turn in turns]  # fmt: skip
+    assert kinds == ["parse error", "system", "user", "agent", "agent"]  # the handoff between
