@@ -69,3 +69,27 @@ def test_terminus2_plays_the_bundled_suite(tmp_path: Path) -> None:
     described = json.loads((plan.run_dir.path / "manifest.json").read_text())
     agents = described["resources"]["agents"]["terminus-2"]
     assert agents["harbor"] == "0.26.0" and agents["host_start_s"] > 0
+
+
+@pytest.mark.docker
+@pytest.mark.harbor
+def test_terminus2_out_of_time_is_truncated_and_graded(tmp_path: Path) -> None:
+    base = ROOT / "tasks" / "terminal" / "base"
+    suite = tmp_path / "slow.yaml"
+    suite.write_text(
+        "name: slow\ndefaults:\n  limits: {max_time_s: 4}\n  agent: terminus-2\n"
+        f"  sandbox: {{image_map: {{'python:3*': {base}}}}}\n"
+        f"tasks:\n  - id: t\n    env: terminal:Task-v0\n"
+        f"    args: {{path: {ROOT / 'tasks' / 'terminal' / 'sort-downloads'}}}\n"
+    )
+    slow = {"keystrokes": "sleep 30\n", "duration": 20}
+    body = {"analysis": "Wait.", "plan": "Sleep.", "commands": [slow], "task_complete": False}
+    model = ScriptedModel([json.dumps(body)])
+    plan = plan_run(str(suite), [ModelSpec(name="scripted")], RunOptions(), tmp_path / "r")
+    asyncio.run(execute_run(plan, model_factory=lambda spec: model))
+    [record] = plan.run_dir.records()
+    assert (record.outcome, record.score) == ("truncated", 0.0)
+    traj = record.trajectory
+    assert traj is not None and traj.truncated_by == "max_time" and len(traj.steps) == 1
+    run = traj.agent_run or {}
+    assert run["timed_out"] is True and 3.5 < run["run_s"] < 10
