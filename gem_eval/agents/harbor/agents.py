@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import time
 import uuid
 from pathlib import Path
 from typing import Any, ClassVar
@@ -71,6 +72,7 @@ class HarborAgent(Agent):
         if self.host is None:
             raise AgentError(f"{self.name} was not started", infra=True)
         sandbox = episode.sandbox
+        began = time.monotonic()
         await sandbox.run_root(f"mkdir -p {AGENT_LOGS} && chmod 777 {AGENT_LOGS}", "making /logs")
         offline = not getattr(sandbox, "network", True)
         provided = await terminal_tools.provide(sandbox) if offline and self.uses_tmux else []
@@ -88,12 +90,14 @@ class HarborAgent(Agent):
             "user": None,  # the sandbox's: the task's agent user, or root
             "timeout_s": episode.timeout_s,
             "setup_timeout_s": None,  # the agent class's own
-            "web_tools_disabled": not getattr(sandbox, "network", True),
+            "web_tools_disabled": offline,
         }
+        prepared_s = time.monotonic() - began
         calls = SandboxCalls(sandbox)
         with calls.uncapped():
             reply = await self.host.play(request, calls)
         result = self.result(reply, episode.logs_dir / "agent")
+        result.setup_s += prepared_s  # /logs/agent made, tools brought in: setup too
         if provided:
             result.info["provided"] = provided
         if calls.lost is not None:
@@ -117,7 +121,7 @@ class HarborAgent(Agent):
         if reply.get("download_error"):
             info["download_error"] = reply["download_error"]
         if reply.get("error"):
-            info["error"] = {k: v for k, v in reply["error"].items() if k != "traceback"}
+            info["error"] = reply["error"]  # its kind, message and Harbor's traceback
         return AgentResult(
             setup_s=float(reply.get("setup_s") or 0.0),
             run_s=float(reply.get("run_s") or 0.0),
