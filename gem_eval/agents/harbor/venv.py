@@ -104,7 +104,9 @@ def _candidates() -> list[Path]:
     root = Path(os.environ.get("PYENV_ROOT") or Path.home() / ".pyenv") / "versions"
     if root.is_dir():
         numbered = [d for d in root.iterdir() if re.fullmatch(r"3\.\d+\.\d+", d.name)]
-        for version in sorted(numbered, key=_numbers, reverse=True):
+        numbered = [d for d in numbered if _numbers(d)[:2] >= MIN_PYTHON]
+        # The oldest minor release that qualifies (Harbor's own, 3.12), its latest patch.
+        for version in sorted(numbered, key=lambda d: (_numbers(d)[1], -_numbers(d)[2])):
             minor = ".".join(version.name.split(".")[:2])
             paths.append(version / "bin" / f"python{minor}")
     return paths
