@@ -68,6 +68,11 @@ class HarborAgent(Agent):
         episode's token as this agent instance's own key (episodes run at once)."""
         return {"api_base": episode.host_base_url, "llm_kwargs": {"api_key": episode.api_key}}
 
+    def agent_config(self, episode: AgentEpisode) -> dict[str, Any]:
+        """More fields of Harbor's ``AgentConfig`` (``base_url``, ``env``: ``harbor run
+        --base-url``, ``--ae``); Terminus-2 takes none."""
+        return {}
+
     async def play(self, episode: AgentEpisode) -> AgentResult:
         if self.host is None:
             raise AgentError(f"{self.name} was not started", infra=True)
@@ -83,6 +88,7 @@ class HarborAgent(Agent):
             "task": task,
             "model": episode.model,
             "kwargs": self.agent_kwargs(episode),
+            "config": self.agent_config(episode),
             "instruction": episode.instruction,
             "task_dir": _task_dir(episode),
             "logs_dir": str(episode.logs_dir),
@@ -173,10 +179,14 @@ class _NotYet(HarborAgent):
     """An installed agent whose package install into the container is not built yet.
 
     TODO(issue 23): Harbor's own installers fetch from hosts a container here cannot
-    reach; they run once gem-eval fetches the packages on this machine into its cache
-    and copies them in (``gem_eval/agents/packages.py``, in progress), then play with
-    Harbor's ``skip_install=True``, the endpoint as ``base_url`` and the token in
-    ``extra_env`` (see the research notes in the README).
+    reach. To play one: in :meth:`start`, also ``make_installer(name).prepare()``
+    (:mod:`gem_eval.agents.install`: the packages fetched into the cache, mounted in every
+    agent program's container); per episode, ``install(sandbox)`` before the host plays,
+    and Harbor's adapter with ``agent_kwargs`` ``{"skip_install": True}`` and
+    ``agent_config`` ``{"base_url": episode.sandbox_base_url, "env": {"OPENAI_API_KEY":
+    episode.api_key}}`` (its commands run in the container; mini-swe-agent also wants
+    ``LITELLM_LOCAL_MODEL_COST_MAP=True`` there). The pin gem-eval installed is the
+    version to record (Harbor's version command finds none with ``skip_install``).
     """
 
     async def start(self) -> None:

@@ -166,6 +166,7 @@ async def play(channel: Channel, sandbox_class: type, request: dict[str, Any]) -
 
     ``request``: ``episode``, ``name`` (the trial's name in Harbor's terms), ``agent``
     (Harbor's agent name), ``model``, ``kwargs`` (the agent's keyword arguments),
+    ``config`` (more fields of Harbor's ``AgentConfig``: ``base_url``, ``env`` ...),
     ``instruction`` and ``task_dir`` (the task's directory: Harbor reads the instruction
     from it when it can), ``logs_dir``, ``task`` (its name), ``workdir``, ``user``,
     ``timeout_s`` (the agent's time; ``None``: none), ``setup_timeout_s`` (``None``:
@@ -196,7 +197,10 @@ async def play(channel: Channel, sandbox_class: type, request: dict[str, Any]) -
         episode=request["episode"],
     )
     config = AgentConfig(
-        name=request["agent"], model_name=request["model"], kwargs=request.get("kwargs") or {}
+        name=request["agent"],
+        model_name=request["model"],
+        kwargs=request.get("kwargs") or {},
+        **(request.get("config") or {}),  # base_url, env ... (harbor run --base-url, --ae)
     )
     agent = AgentFactory.create_agent_from_config(config, logs_dir=paths.agent_dir, logger=log)
     agent.session_id = f"{request['name']}__agent"
