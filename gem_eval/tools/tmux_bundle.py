@@ -21,12 +21,8 @@ run the host's ``tmux``.
 
 from __future__ import annotations
 
-import io
-import tarfile
-import tempfile
 import threading
 import weakref
-from pathlib import Path
 from typing import TYPE_CHECKING
 
 from gem_eval.errors import SandboxError
@@ -95,30 +91,9 @@ def bundle() -> bytes:
 
 
 def _make() -> bytes:
-    from gem_eval.sandbox import docker_client
-    from gem_eval.sandbox.images import build_image, ensure_base
+    from gem_eval.sandbox.bundle import directory_bundle
 
-    ensure_base()
-    with tempfile.TemporaryDirectory(prefix="gem-eval-tmux-") as tmp:
-        (Path(tmp) / "Dockerfile").write_text(DOCKERFILE)
-        image = build_image(Path(tmp))
-    container = docker_client.client().containers.create(image, command=["true"])
-    try:
-        stream, _ = container.get_archive("/gem-eval-tmux")
-        source = io.BytesIO(b"".join(stream))
-    finally:
-        container.remove(force=True)
-    out = io.BytesIO()
-    prefix = DIR.lstrip("/")
-    with tarfile.open(fileobj=source) as old, tarfile.open(fileobj=out, mode="w") as new:
-        for member in old.getmembers():
-            content = old.extractfile(member) if member.isfile() else None
-            member.name = prefix + member.name.removeprefix("gem-eval-tmux")
-            member.uid = member.gid = 0
-            member.uname = member.gname = "root"
-            member.mode = 0o755 if member.isdir() or member.mode & 0o111 else 0o644
-            new.addfile(member, content)
-    return out.getvalue()
+    return directory_bundle(DOCKERFILE, "/gem-eval-tmux", DIR)
 
 
 def in_container(sandbox: Sandbox) -> bool:

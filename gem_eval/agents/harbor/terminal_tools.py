@@ -18,11 +18,7 @@ A container with network is left to Terminus-2's own setup.
 
 from __future__ import annotations
 
-import io
-import tarfile
-import tempfile
 import threading
-from pathlib import Path
 from typing import TYPE_CHECKING
 
 from gem_eval.tools import tmux_bundle
@@ -107,27 +103,6 @@ def _asciinema_bundle() -> bytes:
 
 
 def _make() -> bytes:
-    from gem_eval.sandbox import docker_client
-    from gem_eval.sandbox.images import build_image, ensure_base
+    from gem_eval.sandbox.bundle import directory_bundle
 
-    ensure_base()
-    with tempfile.TemporaryDirectory(prefix="gem-eval-asciinema-") as tmp:
-        (Path(tmp) / "Dockerfile").write_text(ASCIINEMA_DOCKERFILE)
-        image = build_image(Path(tmp))
-    container = docker_client.client().containers.create(image, command=["true"])
-    try:
-        stream, _ = container.get_archive("/gem-eval-asciinema")
-        source = io.BytesIO(b"".join(stream))
-    finally:
-        container.remove(force=True)
-    out = io.BytesIO()
-    prefix = ASCIINEMA_DIR.lstrip("/")
-    with tarfile.open(fileobj=source) as old, tarfile.open(fileobj=out, mode="w") as new:
-        for member in old.getmembers():
-            content = old.extractfile(member) if member.isfile() else None
-            member.name = prefix + member.name.removeprefix("gem-eval-asciinema")
-            member.uid = member.gid = 0
-            member.uname = member.gname = "root"
-            member.mode = 0o755 if member.isdir() else 0o644
-            new.addfile(member, content)
-    return out.getvalue()
+    return directory_bundle(ASCIINEMA_DOCKERFILE, "/gem-eval-asciinema", ASCIINEMA_DIR)
