@@ -132,6 +132,19 @@ class Trajectory(Returns, BaseModel):
 
         return {**data, "steps": [step_read(s) for s in data.get("steps") or []]}
 
+    def grade_end(self, reward: float, info: dict[str, Any], *, truncated: bool = False) -> None:
+        """Put the env's grade of the end state on the last step (a step with no model
+        output when none was played): the reward, its ``info``, and ``success``; the step
+        ends the episode (``truncated`` when a limit stopped the agent)."""
+        if not self.steps:
+            self.steps.append(Step(index=0, output=ModelOutput(text="")))
+        step = self.steps[-1]
+        step.action, step.reward = "", reward
+        step.truncated = step.truncated or truncated
+        step.terminated = step.terminated or not truncated
+        step.info = {**step.info, **info}
+        self.success = bool(info.get("success", reward > 0))
+
     def agent_requests(self) -> list[list[Message]]:
         """For an agent program's episode, the messages each call sent, rebuilt from the
         steps' ``info["request"]`` (a call's new messages after the one it extends, see

@@ -243,13 +243,7 @@ class _Episode:
         except Exception as exc:
             await self.fail(exc, "env")
             return
-        traj = self.traj
-        if not traj.steps:
-            traj.steps.append(Step(index=0, output=ModelOutput(text="")))
-        step = traj.steps[-1]
-        step.action, step.reward, step.truncated = "", reward, True
-        step.info = {**step.info, **info}
-        traj.success = bool(info.get("success", reward > 0))
+        self.traj.grade_end(reward, info, truncated=True)
         self._notify()
 
     async def fail(self, exc: BaseException, stage: Stage) -> None:
