@@ -134,9 +134,7 @@ async def _run(
     result: AgentResult | None = None
     agent_error: AgentError | SandboxError | None = None
     try:
-        result = await asyncio.wait_for(agent.play(episode), timeout=guard)
-    except asyncio.TimeoutError:
-        result = AgentResult(timed_out=True)
+        result = await _play(agent, episode, line, guard)
     except (AgentError, SandboxError) as exc:
         agent_error = exc
         result = exc.result if isinstance(exc, AgentError) else None
@@ -160,6 +158,33 @@ async def _run(
         traj.error = describe(agent_error)  # the agent's own failure: graded as it left it
     await _grade(env, traj, result)
     return result
+
+
+async def _play(
+    agent: Agent, episode: AgentEpisode, line: EpisodeLine, guard: float | None
+) -> AgentResult | None:
+    """The agent's play, within ``guard`` seconds (then: timed out), ended as soon as
+    its line stops (the budget is spent: ``None``). Agents retry a refused call for
+    minutes; nothing they do after the stop is scored.
+
+    Raises:
+        AgentError, SandboxError: As :meth:`Agent.play`.
+    """
+    play = asyncio.ensure_future(agent.play(episode))
+    stopped = asyncio.Event()
+    line.on_stop = stopped.set
+    stop = asyncio.ensure_future(stopped.wait())
+    try:
+        await asyncio.wait({play, stop}, timeout=guard, return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        line.on_stop = None
+        stop.cancel()
+        if not play.done():
+            play.cancel()
+            await asyncio.wait({play})
+    if not play.cancelled():
+        return play.result()
+    return None if line.stopped is not None else AgentResult(timed_out=True)
 
 
 async def _grade(env: Env, traj: Trajectory, result: AgentResult | None) -> None:

@@ -76,6 +76,8 @@ class EpisodeLine:
     budget: Budget | None = None
     stopped: str | None = None
     """Why the line stopped answering (the budget was spent), for the episode to end."""
+    on_stop: Callable[[], None] | None = None
+    """Hears the line stop (once): the episode ends the agent then, not when it gives up."""
     calls: int = 0
 
 
@@ -188,7 +190,10 @@ class ModelEndpoint:
             return web.json_response(wire.error_body(str(exc)), status=400)
         name = str(body.get("model") or line.model.name)
         if line.budget is not None and line.budget.exhausted:
+            first = line.stopped is None
             line.stopped = line.budget.describe()
+            if first and line.on_stop is not None:
+                line.on_stop()
             return web.json_response(wire.error_body(line.stopped, "budget_exceeded"), status=429)
         call = Call(messages, tools, config, stream=stream)
         started = time.monotonic()

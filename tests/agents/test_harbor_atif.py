@@ -3,10 +3,11 @@ itself wrote (``tests/fixtures/harbor_jobs``), its files; and the venv it runs i
 
 from __future__ import annotations
 
-import asyncio
 import json
 import sys
 from pathlib import Path
+from types import SimpleNamespace
+from typing import Any, cast
 
 import pytest
 
@@ -78,7 +79,36 @@ def test_no_python_312_is_one_line(monkeypatch: pytest.MonkeyPatch, tmp_path: Pa
         venv.harbor_venv()
 
 
-def test_the_installed_agents_are_not_there_yet() -> None:
-    for agent in (MiniSweAgent(), QwenCode()):
-        with pytest.raises(UserError, match="not available yet"):
-            asyncio.run(agent.start())
+def test_an_installed_agents_turns_start_at_its_first_step() -> None:
+    """mini-swe-agent's trajectory (as Harbor converts it) opens with a system and a user
+    step: the first request holds them; its turns are its tool calls and their output."""
+    call = {"tool_call_id": "c1", "function_name": "bash", "arguments": {"command": "ls"}}
+    steps = [
+        {"step_id": 1, "source": "system", "message": "You are a helpful assistant."},
+        {"step_id": 2, "source": "user", "message": "Please solve this issue: ..."},
+        {"step_id": 3, "source": "agent", "message": "Looking.", "tool_calls": [call],
+         "observation": {"results": [{"content": '{"returncode": 0, "output": "notes"}'}]}},
+    ]  # fmt: skip
+    [turn] = atif.turns({"steps": steps})
+    assert turn == {
+        "analysis": "Looking.",
+        "plan": "",
+        "commands": [],
+        "task_complete": False,
+        "tool_calls": [{"name": "bash", "arguments": {"command": "ls"}}],
+        "observation": '{"returncode": 0, "output": "notes"}',
+    }
+
+
+def test_an_installed_agent_runs_harbors_adapter_on_its_install() -> None:
+    """Harbor's adapter skips its own install (gem-eval's is in the container) and calls
+    the endpoint as the container reaches it, the episode's token its key."""
+    agent = QwenCode()
+    episode = cast(Any, SimpleNamespace(sandbox_base_url="http://10.0.0.1:5/v1", api_key="gem-t"))
+    assert agent.agent_kwargs(episode) == {"skip_install": True}
+    assert agent.agent_config(episode) == {
+        "base_url": "http://10.0.0.1:5/v1",
+        "env": {"OPENAI_API_KEY": "gem-t"},
+    }
+    assert (agent.harbor_name, MiniSweAgent().harbor_name) == ("qwen-coder", "mini-swe-agent")
+    assert agent.describe()["install"]["version"] == "0.24.4"

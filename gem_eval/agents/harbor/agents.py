@@ -1,5 +1,5 @@
 """Harbor's agents as gem-eval agents: :class:`Terminus2` (``--agent terminus-2``), and
-the installed agents still to come (:class:`MiniSweAgent`, :class:`QwenCode`).
+the installed agents (:class:`MiniSweAgent`, :class:`QwenCode`: :class:`InstalledAgent`).
 
 A :class:`HarborAgent` makes Harbor's venv and starts the host once per run
 (:meth:`HarborAgent.start`), then plays each episode through it: the host runs Harbor's
@@ -18,12 +18,12 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 from gem_eval.agents.base import Agent, AgentEpisode, AgentError, AgentResult
-from gem_eval.agents.catalog import HARBOR_VERSION
+from gem_eval.agents.catalog import HARBOR_VERSION, MINI_SWE_AGENT_VERSION, QWEN_CODE_VERSION
 from gem_eval.agents.harbor import atif, terminal_tools
 from gem_eval.agents.harbor.bridge import HarborHost
 from gem_eval.agents.harbor.sandbox_calls import SandboxCalls
 from gem_eval.agents.harbor.venv import harbor_venv, venv_python
-from gem_eval.errors import UserError
+from gem_eval.agents.install import Installed, make_installer
 
 AGENT_LOGS = "/logs/agent"
 """Where Harbor's agents write in the container (Terminus-2's tmux pipes its pane there;
@@ -175,43 +175,88 @@ class Terminus2(HarborAgent):
     records = "every model call, each turn's analysis, plan, keystrokes and screen, its cast"
 
 
-class _NotYet(HarborAgent):
-    """An installed agent whose package install into the container is not built yet.
+class InstalledAgent(HarborAgent):
+    """An agent program from a package registry, played by Harbor's adapter for it.
 
-    TODO(issue 23): Harbor's own installers fetch from hosts a container here cannot
-    reach. To play one: in :meth:`start`, also ``make_installer(name).prepare()``
-    (:mod:`gem_eval.agents.install`: the packages fetched into the cache, mounted in every
-    agent program's container); per episode, ``install(sandbox)`` before the host plays,
-    and Harbor's adapter with ``agent_kwargs`` ``{"skip_install": True}`` and
-    ``agent_config`` ``{"base_url": episode.sandbox_base_url, "env": {"OPENAI_API_KEY":
-    episode.api_key}}`` (its commands run in the container; mini-swe-agent also wants
-    ``LITELLM_LOCAL_MODEL_COST_MAP=True`` there). The pin gem-eval installed is the
-    version to record (Harbor's version command finds none with ``skip_install``).
+    Harbor's installers fetch the agent inside the container, from hosts a container
+    here cannot reach; gem-eval fetches and unpacks its packages on this machine once
+    (:meth:`start`: :mod:`gem_eval.agents.install`) and links its command into each
+    episode's container (counted in the setup time). Harbor's adapter then runs with
+    ``skip_install=True``, its commands in the container calling the endpoint at the
+    URL the container reaches, the episode's token as its key. The version recorded is
+    the pin gem-eval installed (Harbor's version command may find none with
+    ``skip_install``).
     """
 
+    def __init__(self) -> None:
+        super().__init__()
+        self.installer = make_installer(self.name)
+
     async def start(self) -> None:
-        raise UserError(
-            f"--agent {self.name} is not available yet: its package install into the "
-            "task's container is still being built"
-        )
+        """The agent's packages (fetched and unpacked on first use), then Harbor's host.
+
+        Raises:
+            AgentError: The packages could not be fetched (``infra``).
+            HarborUnavailable: As :meth:`HarborAgent.start`.
+        """
+        await self.installer.prepare()
+        await super().start()
+
+    def agent_kwargs(self, episode: AgentEpisode) -> dict[str, Any]:
+        return {"skip_install": True}
+
+    def agent_config(self, episode: AgentEpisode) -> dict[str, Any]:
+        """The endpoint as the container reaches it (``harbor run --base-url``) and the
+        episode's token in the agent's environment (``--ae OPENAI_API_KEY=``)."""
+        return {"base_url": episode.sandbox_base_url, "env": {"OPENAI_API_KEY": episode.api_key}}
 
     async def play(self, episode: AgentEpisode) -> AgentResult:
-        raise AgentError(f"--agent {self.name} is not available yet", infra=True)
+        installed = await self.installer.install(episode.sandbox)
+        try:
+            result = await super().play(episode)
+        except AgentError as exc:
+            if exc.result is not None:
+                _note_install(exc.result, installed)
+            raise
+        return _note_install(result, installed)
+
+    def describe(self) -> dict[str, Any]:
+        return {"version": self.installer.version, **super().describe()} | {
+            "install": self.installer.describe()
+        }
 
 
-class MiniSweAgent(_NotYet):
-    """TODO: mini-swe-agent from PyPI, installed in the container (see :class:`_NotYet`)."""
+def _note_install(result: AgentResult, installed: Installed) -> AgentResult:
+    """The install counted in the setup time; the installed pin as the version."""
+    result.setup_s += installed.seconds
+    if result.version not in (None, installed.version):
+        result.info["reported_version"] = result.version
+    result.version = installed.version
+    result.info["install_s"] = installed.seconds
+    return result
+
+
+class MiniSweAgent(InstalledAgent):
+    """mini-swe-agent from PyPI, on the image's ``python3``: one ``bash`` tool, whole
+    (not streamed) Chat Completions, done on ``echo COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT``."""
 
     name = "mini-swe-agent"
     harbor_name = "mini-swe-agent"
-    source = "PyPI: mini-swe-agent (not available yet)"
-    records = "every model call"
+    source = (
+        f"PyPI: mini-swe-agent {MINI_SWE_AGENT_VERSION}, installed in the container "
+        f"(Harbor {HARBOR_VERSION}'s adapter)"
+    )
+    records = "every model call, its tool calls and what they printed, its trajectory and log"
 
 
-class QwenCode(_NotYet):
-    """TODO: Qwen Code from the npm registry on Node 22 (see :class:`_NotYet`)."""
+class QwenCode(InstalledAgent):
+    """Qwen Code from the npm registry on Node 22: its own tools, streamed Chat
+    Completions. Harbor names it ``qwen-coder``."""
 
     name = "qwen-code"
     harbor_name = "qwen-coder"
-    source = "npm: @qwen-code/qwen-code (not available yet)"
-    records = "every model call"
+    source = (
+        f"npm: @qwen-code/qwen-code {QWEN_CODE_VERSION} on Node 22, installed in the "
+        f"container (Harbor {HARBOR_VERSION}'s adapter)"
+    )
+    records = "every model call (streamed), its tool calls and their results, its session and log"

@@ -29,12 +29,14 @@ def read_trajectory(path: Path) -> dict[str, Any] | None:
 
 
 def turns(trajectory: dict[str, Any]) -> list[dict[str, Any]]:
-    """Every step after the first prompt: the agent's (see the module docstring), and
-    the others (a summarisation's handoff) as their source and message."""
+    """Every step from the agent's first: the agent's (see the module docstring), and
+    the others (a summarisation's handoff) as their source and message. The steps
+    before (the first prompt; an installed agent's system prompt) are not turns: the
+    first request holds them whole."""
     out: list[dict[str, Any]] = []
-    for step in trajectory.get("steps") or []:
-        if not isinstance(step, dict) or step.get("step_id") == 1:
-            continue  # the first prompt: the first request holds it whole
+    steps = [s for s in trajectory.get("steps") or [] if isinstance(s, dict)]
+    first = next((i for i, s in enumerate(steps) if s.get("source") == "agent"), len(steps))
+    for step in steps[first:]:
         if step.get("source") == "agent":
             out.append(_agent_turn(step))
         else:
