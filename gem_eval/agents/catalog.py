@@ -36,8 +36,9 @@ register(
         f"PyPI: mini-swe-agent {MINI_SWE_AGENT_VERSION}, installed in the container "
         f"(Harbor {HARBOR_VERSION}'s adapter)",
         ("terminal",),
-        "every model call (request and reply), tokens, cost; its own trajectory file and "
-        "log; setup and run times apart",
+        "every model call (request and reply), tokens, cost; its tool calls and their "
+        "output as turns; its own trajectory, its ATIF trajectory and log; setup (install) "
+        "and run times apart",
     )
 )
 register(
@@ -47,7 +48,8 @@ register(
         f"npm: @qwen-code/qwen-code {QWEN_CODE_VERSION} on Node 22, installed in the "
         f"container (Harbor {HARBOR_VERSION}'s adapter)",
         ("terminal",),
-        "every model call (request and reply, streamed), tokens, cost; its session "
-        "recording and log; setup and run times apart",
+        "every model call (request and reply, streamed), tokens, cost; its tool calls and "
+        "their results as turns; its session recording, ATIF trajectory and log; setup "
+        "(install) and run times apart",
     )
 )
