@@ -119,6 +119,14 @@ def check_executor(executor: str, ray_address: str | None) -> bool:
     return executor == "ray"
 
 
+def positive_seconds(value: float | None) -> float | None:
+    """A time limit given in seconds: more than 0 and finite (0, a negative number or
+    ``inf`` would switch the limit off)."""
+    if value is not None and not 0 < value < float("inf"):
+        raise typer.BadParameter(f"expected a finite number of seconds above 0 (got {value:g})")
+    return value
+
+
 def selection_options(
     tasks: list[str] | None, samples: str | None, categories: list[str] | None
 ) -> dict[str, Any]:

@@ -265,11 +265,11 @@ def _exit_on_crash(code: int) -> Iterator[None]:
     The CLI's generic failure code is 1, which the gate gives a regression: a crash must
     not read as a verdict. User errors (exit 2) and the body's own exits pass through.
     """
-    from click import ClickException
+    from gem_eval.cli import click_exceptions
 
     try:
         yield
-    except (UserError, typer.Exit, ClickException):
+    except (UserError, typer.Exit, click_exceptions().ClickException):
         raise
     except Exception as exc:
         if isinstance(exc, GemEvalError) and not os.environ.get("GEM_EVAL_DEBUG"):

@@ -30,6 +30,7 @@ from gem_eval.cli.options import (
     TaskGlobs,
     agent_override,
     check_executor,
+    positive_seconds,
     selection_options,
 )
 from gem_eval.errors import UserError
@@ -139,10 +140,17 @@ def run(
         ),
     ] = None,
     max_retries: Annotated[
-        int | None, typer.Option(help="Retries of a failed model call.  [default: 6]")
+        int | None, typer.Option(min=0, help="Retries of a failed model call.  [default: 6]")
     ] = None,
     timeout: Annotated[
-        float | None, typer.Option(help="Longest model call, in seconds.  [default: 120]")
+        float | None,
+        typer.Option(
+            metavar="SECONDS",
+            callback=positive_seconds,
+            help="Longest model call, in seconds (more than 0: a call always has a limit, "
+            "so that a server that hangs cannot hang the run; give a large one to wait "
+            "long).  [default: 120]",
+        ),
     ] = None,
     sandbox: Annotated[
         str | None,

@@ -1,0 +1,57 @@
+"""Every mistake on the command line is one line on stderr, ``error: ...``, exit 2:
+Click's own (an unknown option, a value out of range) as gem-eval's; help still shows."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from tests.cli.invoke import gem_eval
+
+
+@pytest.mark.parametrize(
+    ("argv", "said"),
+    [
+        (["run", "--nope"], "no such option: --nope"),
+        (["run", "--concurrency", "0"], "invalid value for '--concurrency'"),
+        (["run", "--limit", "x"], "invalid value for '--limit'"),
+        (["run", "--timeout", "0"], "expected a finite number of seconds above 0 (got 0)"),
+        (["run", "--timeout", "-5"], "above 0 (got -5)"),
+        (["run", "--timeout", "inf"], "above 0 (got inf)"),
+        (["run", "--timeout", "nan"], "above 0 (got nan)"),
+        (["run", "--max-retries", "-1"], "invalid value for '--max-retries'"),
+        (["run", "-m"], "option '-m' requires an argument"),
+        (["suites", "lst"], "no such command 'lst'"),
+        (["suites", "show"], "missing argument"),
+    ],
+)
+def test_option_errors_are_one_line(argv: list[str], said: str, tmp_path: Path) -> None:
+    if argv[0] == "run":
+        argv = ["run", "--results-dir", str(tmp_path / "r"), *argv[1:]]
+    result = gem_eval(*argv)
+    assert result.code == 2, result
+    assert result.lines == [result.lines[0]] and result.lines[0].startswith("error: "), result
+    assert said in result.stderr
+    # Where the help is, whenever Click says which command it parsed (not for a value
+    # missing at the end of the line).
+    assert "(see gem-eval " in result.stderr or argv[-1] == "-m"
+    assert "Usage:" not in result.stderr and "Try '" not in result.stderr
+    assert not (tmp_path / "r").exists()
+
+
+def test_help_and_a_group_without_command_still_show_help() -> None:
+    shown = gem_eval("run", "--help")
+    assert shown.code == 0 and "Usage: gem-eval run" in shown.stdout
+    assert "--timeout SECONDS" in shown.stdout
+    group = gem_eval("suites")
+    assert group.code == 2 and "Usage: gem-eval suites" in group.stderr
+    assert gem_eval("--version").code == 0
+
+
+def test_a_timeout_above_zero_and_no_retries_are_taken(tmp_path: Path) -> None:
+    result = gem_eval(
+        "run", "-s", "smoke", "-m", "oracle", "--timeout", "0.5", "--max-retries", "0",
+        "--dry-run", "--results-dir", str(tmp_path),
+    )  # fmt: skip
+    assert result.code == 0, result
