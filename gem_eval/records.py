@@ -228,6 +228,11 @@ class TaskSpec(BaseModel):
     """Who plays the task: gem-eval's own loop, or an agent program (``--agent``, see
     :mod:`gem_eval.agents`). Not part of what a sample is: runs of two agents on the same
     samples compare pair by pair, as runs of two models do."""
+    agent_max_turns: int | None = None
+    """A cap on an agent program's turns (Terminus-2's ``max_turns``; ``tasks check
+    --agent`` sets one); ``None``: the agent's own limit, as the field runs it (Harbor's
+    Terminus-2 has none). gem-eval's own loop keeps ``limits.max_turns``. Like ``agent``,
+    not part of what a sample is."""
 
 
 class EpisodeSpec(BaseModel):

@@ -57,6 +57,14 @@ class AgentEpisode:
         timeout_s: The agent's time (setup excluded); ``None``: no limit.
         logs_dir: A directory on this machine for the agent's own files (its trajectory,
             a terminal cast); they are attached to the record.
+        model_limits: The run's model's context and output limits, as litellm's model
+            map knows them under its real name (``model`` may name a model litellm does
+            not know), in litellm's fields: ``max_input_tokens``, ``max_output_tokens``,
+            ``max_tokens`` (see :mod:`gem_eval.agents.model_limits`). ``None``: litellm
+            knows none; the agent keeps its own fallback.
+        max_turns: A cap on the agent's turns (``tasks check --agent``, a task's
+            ``agent_max_turns``), each agent applying it as its own turn limit;
+            ``None``: the agent's own limit, as the field runs it.
     """
 
     instruction: str
@@ -68,6 +76,8 @@ class AgentEpisode:
     task: TaskSpec
     timeout_s: float | None
     logs_dir: Path
+    model_limits: dict[str, int] | None = None
+    max_turns: int | None = None
 
 
 @dataclass

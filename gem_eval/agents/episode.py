@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any
 from gem_eval.agent.failures import describe, formatted_traceback, model_call_outcome, outcome_of
 from gem_eval.agent.redact import Redactor
 from gem_eval.agents.base import Agent, AgentEpisode, AgentError, AgentResult
+from gem_eval.agents.model_limits import model_limits
 from gem_eval.endpoint import Call, EpisodeLine, ModelEndpoint
 from gem_eval.errors import ModelCallError, SandboxError, TamperError
 from gem_eval.models.base import GenerateConfig, Message, Model, ModelOutput
@@ -83,6 +84,7 @@ async def play_agent_episode(
     line.on_call = recorder.heard
     start = time.monotonic()
     result: AgentResult | None = None
+    limits: dict[str, int] | None = None
     try:
         instruction, _ = await env.areset(seed)
     except Exception as exc:
@@ -90,17 +92,20 @@ async def play_agent_episode(
     else:
         traj.initial_observation = instruction
         traj.messages = [{"role": "user", "content": instruction}]
+        limits = await asyncio.to_thread(model_limits, model.name)  # imports litellm once
         token = endpoint.open(line)
         episode = AgentEpisode(
             instruction=instruction,
             sandbox=sandbox,
-            model=f"openai/{model.name.split('/')[-1]}",
+            model=served_name(model.name),
             host_base_url=endpoint.base_url,
             sandbox_base_url=sandbox_base_url or endpoint.base_url,
             api_key=token,
             task=task,
             timeout_s=timeout_s,
             logs_dir=logs_dir,
+            model_limits=limits,
+            max_turns=task.agent_max_turns,
         )
         try:
             result = await _run(agent, episode, env, line, recorder)
@@ -119,10 +124,18 @@ async def play_agent_episode(
             "turns": result.turns,
             **result.info,
         }
+        if limits is not None:  # what the agent was told of the model's limits
+            traj.agent_run["model_limits"] = limits
     clean = redactor or Redactor()
     text = traj.model_dump_json()
     redacted = clean(text)
     return (traj if redacted == text else Trajectory.model_validate_json(redacted)), result
+
+
+def served_name(model: str) -> str:
+    """The name an agent program is given for the run's ``model``: an OpenAI-compatible
+    provider's (``openai/<its last part>``), the endpoint serving it whatever it is."""
+    return f"openai/{model.split('/')[-1]}"
 
 
 async def _run(

@@ -124,6 +124,7 @@ class TaskFields(_Strict):
     system_prompt: str | None = None
     scorer: Scorer = "success"
     agent: str = "gem-eval"
+    agent_max_turns: int | None = Field(default=None, ge=1)
     judge: Judge | None = None
     gamma: float = Field(default=1.0, ge=0, le=1)
     generation: Generation = Field(default_factory=Generation)

@@ -25,6 +25,8 @@ from gem_eval.suites.schema import SuiteError, TaskFields, describe, format_loc
 from gem_eval.suites.selection import Selection
 
 _MERGED_KEYS = ("limits", "generation", "args", "sandbox")
+_AGENT_KEYS = {"agent", "agent_max_turns"}
+"""Who plays a task, left out of what its samples are (:meth:`Suite.digest`)."""
 
 
 def merge_layers(layers: Sequence[dict[str, Any]]) -> dict[str, Any]:
@@ -197,7 +199,7 @@ class Suite:
         content = {
             "seed": self._base_seed(seed),
             "tasks": [
-                {"spec": spec.model_dump(mode="json", exclude={"agent"}), "rows": task.rows}
+                {"spec": spec.model_dump(mode="json", exclude=_AGENT_KEYS), "rows": task.rows}
                 for (spec, _, _, _), task in zip(self._plan(overrides), self.tasks)
             ],
         }

@@ -30,7 +30,7 @@ class FakeCli(Agent):
         )
         messages = [{"role": "user", "content": episode.instruction}]
         log, turns = [], []
-        for _ in range(5):
+        for _ in range(episode.max_turns or 5):
             try:
                 reply = await client.chat.completions.create(model=episode.model, messages=messages)
             except openai.APIStatusError as exc:

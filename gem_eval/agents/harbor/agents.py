@@ -174,6 +174,17 @@ class Terminus2(HarborAgent):
     source = f"Harbor {HARBOR_VERSION} (PyPI: harbor), hosted"
     records = "every model call, each turn's analysis, plan, keystrokes and screen, its cast"
 
+    def agent_kwargs(self, episode: AgentEpisode) -> dict[str, Any]:
+        """Also the run's model's limits (``model_info``: litellm may know none for the
+        ``openai/<name>`` it is given, where Harbor run with the real name would), and a
+        cap on its turns when the episode has one (``max_turns``)."""
+        kwargs = super().agent_kwargs(episode)
+        if episode.model_limits is not None:
+            kwargs["model_info"] = dict(episode.model_limits)
+        if episode.max_turns is not None:
+            kwargs["max_turns"] = episode.max_turns
+        return kwargs
+
 
 class InstalledAgent(HarborAgent):
     """An agent program from a package registry, played by Harbor's adapter for it.
