@@ -194,10 +194,14 @@ class _Episode:
         return output
 
     async def _run_tools(self, step: Step, calls: list[tool_calls.ParsedCall], mode: str) -> None:
-        self.acted = True  # from here a lost sandbox may be the agent's doing
         for call in calls:
             began = time.monotonic()
-            result = await tool_calls.execute(call, self.tools, self.sandbox)
+            before = self.sandbox.started if self.sandbox is not None else 0
+            try:
+                result = await tool_calls.execute(call, self.tools, self.sandbox)
+            finally:  # from the agent's first command that ran, a lost sandbox may be its doing
+                if self.sandbox is None or self.sandbox.started > before:
+                    self.acted = True
             step.tool_events.append(
                 ToolEvent(
                     call_id=call.id,

@@ -122,6 +122,10 @@ class Sandbox(ABC):
     output_limit: int = DEFAULT_OUTPUT_LIMIT
     user: str = "root"
     workdir: str = "/"
+    started: int = 0
+    """Commands and processes that began to run in the sandbox so far (an ``exec`` whose
+    program was launched, a ``spawn`` that came up): the agent loop charges a lost
+    sandbox to the agent only once one of the agent's own did."""
 
     @abstractmethod
     async def start(self) -> None:

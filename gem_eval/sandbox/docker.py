@@ -293,6 +293,7 @@ class DockerSandbox(Sandbox):
                 environment=env,
             )
         )["Id"]
+        self.started += 1
         out, err = OutputCap(self.output_limit), OutputCap(self.output_limit)
         stuck = await docker_client.call(
             "exec in a container", _pump, api, exec_id, out, err, deadline
@@ -407,16 +408,20 @@ class DockerSandbox(Sandbox):
         user, cwd = user or self.user, cwd or self.workdir
         try:
             try:
-                return await DockerProcess.start(
+                process = await DockerProcess.start(
                     self, container.id, cmd, user=user, cwd=cwd, env=env
                 )
             except SandboxError as exc:
                 if "OCI runtime exec failed" not in str(exc) or not await self._pids_exhausted():
                     raise
-            await self._end_fork_bomb()
-            return await DockerProcess.start(self, container.id, cmd, user=user, cwd=cwd, env=env)
+                await self._end_fork_bomb()
+                process = await DockerProcess.start(
+                    self, container.id, cmd, user=user, cwd=cwd, env=env
+                )
         except SandboxError as exc:
             raise await docker_rescue.lost_or(exc, container.id) from exc
+        self.started += 1  # it came up (its start-up line): from here it runs
+        return process
 
     async def _failed(self, exc: SandboxError) -> SandboxError:
         """``exc`` classified: the disk quota full or the container lost (both

@@ -58,7 +58,9 @@ async def lost_or(exc: SandboxError, container_id: str) -> SandboxError:
     if info is None:
         return SandboxLostError(f"{exc}: the container is gone (removed from outside)", "gone")
     state = info.get("State") or {}
-    if state.get("Running") and not state.get("Paused"):
+    if state.get("Paused"):  # from outside: no process in the container can pause it
+        return SandboxError(f"{exc}: the container is paused (from outside the sandbox)")
+    if state.get("Running"):
         return exc
     how = f"exit code {state.get('ExitCode')}"
     if state.get("OOMKilled"):

@@ -202,6 +202,7 @@ class LocalSandbox(Sandbox):
             start_new_session=True,
             preexec_fn=self._preexec,
         )
+        self.started += 1
         out, err = OutputCap(self.output_limit), OutputCap(self.output_limit)
         assert proc.stdout is not None and proc.stderr is not None
         readers = asyncio.gather(_drain(proc.stdout, out), _drain(proc.stderr, err))
@@ -239,6 +240,7 @@ class LocalSandbox(Sandbox):
             start_new_session=True,
             preexec_fn=self._preexec,
         )
+        self.started += 1
         return PipeProcess(proc, wrapped=not self.unsafe)
 
 

@@ -353,6 +353,8 @@ def test_a_version_1_trajectory_still_loads() -> None:
 class _Box:
     """Stands in for a sandbox whose engine is up or down (only what the loop asks)."""
 
+    started = 0
+
     def __init__(self, engine_up: bool) -> None:
         self.engine_up = engine_up
 
@@ -361,15 +363,22 @@ class _Box:
 
 
 class Killer(Tool):
-    """The agent's command kills its sandbox: the next use of it fails."""
+    """The agent's command runs (the sandbox counts it as started) and kills its
+    sandbox; with ``ran=False`` the sandbox fails before the command could start (a
+    paused container, an engine that stalls)."""
 
     name = "bash"
     description = "d"
     parameters: ClassVar[dict[str, Any]] = {"type": "object", "properties": {}}
 
+    def __init__(self, ran: bool = True) -> None:
+        self.ran = ran
+
     async def call(self, args: dict[str, Any], sandbox: Sandbox | None = None) -> ToolResult:
         from gem_eval.errors import SandboxError
 
+        if self.ran and sandbox is not None:
+            sandbox.started += 1
         raise SandboxError("the container is gone")
 
 
@@ -409,3 +418,14 @@ def test_a_sandbox_lost_before_the_agent_acted_is_an_infra_error() -> None:
         run_episode(BrokenReset(), ScriptedModel(["go"]), [Killer()], sandbox=_Box(True))  # type: ignore[arg-type]
     )
     assert traj.outcome == "infra_error" and not traj.scored
+
+
+def test_a_sandbox_that_fails_before_the_agents_first_command_ran_is_infra() -> None:
+    """The agent has not acted until one of its commands began to run: a sandbox lost
+    before that (its first session never came up) is not its doing, engine up or not."""
+    model = ScriptedModel([output(calls=[tool_call("bash", {})]), "\\boxed{7}"])
+    box = _Box(engine_up=True)
+    traj = asyncio.run(
+        run_episode(make(EASY), model, [Killer(ran=False)], seed=0, sandbox=box)  # type: ignore[arg-type]
+    )
+    assert traj.outcome == "infra_error" and box.started == 0
