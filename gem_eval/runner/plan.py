@@ -105,6 +105,7 @@ def plan_run(
     """
     from gem_eval.registry.fetch import recorded_registry
     from gem_eval.store import RunDir
+    from gem_eval.store.run_dir import check_root
     from gem_eval.suites import load_suite
 
     if resume is not None:
@@ -139,6 +140,7 @@ def plan_run(
         manifest.max_cost_usd = options.max_cost_usd
         manifest.sessions.append(session)
     else:
+        check_root(results_dir)
         suite, options = _new_run(suite_ref, models, options)
     specs = _episodes(suite, models, options)
     if resume is None:

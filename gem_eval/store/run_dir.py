@@ -41,6 +41,28 @@ _CHUNK = 1 << 16
 M = TypeVar("M", bound=BaseModel)
 
 
+def check_root(root: str | os.PathLike[str]) -> None:
+    """Refuse, before a run is planned, a results directory no run can be made in.
+
+    Raises:
+        UserError: ``root`` (or a folder on its path) is a file, or the nearest folder
+            that exists cannot be written.
+    """
+    path = Path(root)
+    for folder in (path, *path.parents):
+        if not folder.exists():
+            continue
+        if not folder.is_dir():
+            what = "is a file" if folder == path else f"cannot be made: {str(folder)!r} is a file"
+            raise UserError(
+                f"results directory {str(path)!r} {what} (set --results-dir or "
+                "GEM_EVAL_RESULTS to a directory)"
+            )
+        if not os.access(folder, os.W_OK | os.X_OK):
+            raise UserError(f"results directory {str(path)!r}: {str(folder)!r} is not writable")
+        return
+
+
 class _Head(BaseModel):
     """The two fields resume needs; parsing skips the (large) trajectory."""
 

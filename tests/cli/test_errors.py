@@ -55,3 +55,22 @@ def test_a_timeout_above_zero_and_no_retries_are_taken(tmp_path: Path) -> None:
         "--dry-run", "--results-dir", str(tmp_path),
     )  # fmt: skip
     assert result.code == 0, result
+
+
+@pytest.mark.parametrize(
+    ("where", "said"),
+    [
+        ("a-file", "results directory '{t}/a-file' is a file (set --results-dir"),
+        ("a-file/runs", "'{t}/a-file/runs' cannot be made: '{t}/a-file' is a file"),
+    ],
+)
+def test_a_results_directory_that_is_a_file_is_one_line(
+    where: str, said: str, tmp_path: Path
+) -> None:
+    (tmp_path / "a-file").write_text("not a folder\n")
+    result = gem_eval("run", "-s", "smoke", "-m", "oracle", "--results-dir", str(tmp_path / where))
+    assert result.code == 2, result
+    assert len(result.lines) == 1 and result.lines[0].startswith("error: "), result
+    assert said.format(t=tmp_path) in result.lines[0]
+    assert "episodes to play" not in result.stdout
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["a-file"]
