@@ -91,6 +91,11 @@ PROVIDER_KEYS = {
 """Providers whose calls need a key from a known variable when no server URL is given."""
 
 
+ROUTED_PREFIXES = (*PROVIDER_KEYS, "hosted_vllm/", "vllm/", "ollama/", "ollama_chat/")
+"""Prefixes litellm routes by (checked in the tests): a name with one needs no import
+of litellm (seconds) to know its provider."""
+
+
 async def check_models(specs: Sequence[ModelSpec], *, cache: bool = False) -> list[str]:
     """Check, before a run is created, that each model can be used as configured: its
     backend and extras are installed, its weights found, its key set, its server
@@ -129,6 +134,8 @@ async def check_models(specs: Sequence[ModelSpec], *, cache: bool = False) -> li
                 f"model {spec.name!r}: the litellm backend is not installed: pip install "
                 "litellm (or --model-backend openai for an OpenAI-compatible server)"
             )
+        if spec.backend == "litellm" and not spec.name.startswith(ROUTED_PREFIXES):
+            await asyncio.to_thread(_check_provider, spec)
         if spec.backend == "openai" and spec.base_url is None:
             raise UserError(
                 f"model {spec.name!r}: --model-backend openai needs --model-base-url "
@@ -167,6 +174,28 @@ def _not_served(spec: ModelSpec, served: list[str] | None) -> str | None:
         f"model {spec.name!r}: the server at {spec.base_url} lists {listed}, not {asked} "
         "(a server that serves any name answers anyway; check --model-base-url)"
     )
+
+
+def _check_provider(spec: ModelSpec) -> None:
+    """Refuse a name litellm would not route (``stub``, ``my-checkpoint``): its calls
+    would all fail with "LLM Provider NOT provided". Asks litellm itself, as its calls
+    will (importing it takes seconds, which its first call would take anyway)."""
+    from gem_eval.models.litellm_model import import_litellm
+
+    try:
+        import_litellm().get_llm_provider(model=spec.name, api_base=spec.base_url)
+    except Exception:  # litellm's BadRequestError, or a name it cannot even split
+        served = spec.name.rsplit("/", 1)[-1] or "NAME"
+        server = (
+            f"hosted_vllm/{served} or openai/{served} for the server at {spec.base_url}"
+            if spec.base_url
+            else f"openai/{served}, anthropic/..., gemini/..., or hosted_vllm/{served} "
+            "with --model-base-url for a server of your own"
+        )
+        raise UserError(
+            f"model {spec.name!r}: litellm cannot tell its provider from the name: "
+            f"prefix it ({server}; https://docs.litellm.ai/docs/providers)"
+        ) from None
 
 
 def _check_local(spec: str) -> None:

@@ -74,3 +74,11 @@ def test_a_results_directory_that_is_a_file_is_one_line(
     assert said.format(t=tmp_path) in result.lines[0]
     assert "episodes to play" not in result.stdout
     assert sorted(p.name for p in tmp_path.iterdir()) == ["a-file"]
+
+
+def test_a_model_without_a_provider_is_one_line_before_the_run(tmp_path: Path) -> None:
+    result = gem_eval("run", "-s", "smoke", "-m", "stub", "--results-dir", str(tmp_path / "r"))
+    assert result.code == 2, result
+    assert len(result.lines) == 1, result
+    assert result.lines[0].startswith("error: model 'stub': litellm cannot tell its provider")
+    assert "episodes to play" not in result.stdout and not (tmp_path / "r").exists()
