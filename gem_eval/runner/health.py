@@ -12,13 +12,22 @@ test that passes on the untouched state), and so is one whose episodes could not
 played (an image that does not build, a service that does not start). A task with no
 reference (MCPMark's and other published tasks ship none) is checked with the
 do-nothing agent only and reported as such: healthy when doing nothing fails.
+
+``tasks check SUITE --agent NAME`` also checks that the agent program can play every
+task, as a second recorded run: the agent is set up and run in each task's container
+against the do-nothing model (``noop`` answers "Done." to every call, which the agent
+gets through the run's endpoint: Terminus-2 answers it with a parse error and asks
+again), its turns capped at :data:`AGENT_CHECK_TURNS` (the task's ``agent_max_turns``).
+It passes when the agent set up, ran to its end within the task's time, called the
+model, and scored 0 (see :class:`AgentCheck`); the task's health is the reference
+agents' alone.
 """
 
 from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -36,6 +45,11 @@ if TYPE_CHECKING:
     from gem_eval.suites import Suite
 
 AGENTS = ("oracle", "noop")
+AGENT_CHECK_TURNS = 3
+"""The turns an agent program gets against the do-nothing model (``tasks check
+--agent``): enough to see it set up, call the model, take the reply and ask again; the
+do-nothing model never ends a task in the agent's terms, so without a cap it would ask
+until its own limit (Terminus-2 has none but the task's time)."""
 
 
 @dataclass(frozen=True)
@@ -55,10 +69,59 @@ class TaskHealth:
     noop: float | None
     problem: str | None
     reference: bool = True
+    agent: AgentCheck | None = None
+    """How ``--agent``'s program did in the task's container (``None``: not asked)."""
 
     @property
     def healthy(self) -> bool:
         return self.problem is None
+
+
+@dataclass(frozen=True)
+class AgentCheck:
+    """How an agent program did in one task's container against the do-nothing model.
+
+    Attributes:
+        reward: Its episode's reward (``None``: not played to a score).
+        calls: The model calls it made.
+        setup_s: Its setup time (installing, starting), when it got that far.
+        run_s: Its run time.
+        problem: Why it cannot play the task (it did not set up, failed, did not end in
+            the task's time, never called the model, or scored without doing anything);
+            ``None``: it can.
+    """
+
+    reward: float | None
+    calls: int
+    setup_s: float | None
+    run_s: float | None
+    problem: str | None
+
+    @property
+    def ok(self) -> bool:
+        return self.problem is None
+
+
+@dataclass(frozen=True)
+class HealthReport:
+    """What ``tasks check`` found.
+
+    Attributes:
+        run_id: The reference agents' run.
+        tasks: Each task's health (and its agent check), in the suite's order.
+        agent: The agent program checked (``--agent``), if any.
+        agent_run_id: Its run.
+    """
+
+    run_id: str
+    tasks: list[TaskHealth]
+    agent: str | None = None
+    agent_run_id: str | None = None
+
+    @property
+    def broken(self) -> list[TaskHealth]:
+        """The tasks that are broken, or that the agent cannot play."""
+        return [h for h in self.tasks if not h.healthy or (h.agent is not None and not h.agent.ok)]
 
 
 async def check_tasks(
@@ -66,31 +129,80 @@ async def check_tasks(
     results_dir: Path,
     options: RunOptions,
     sinks: Sequence[Callable[[EpisodeRecord], None]] = (),
-    on_plan: Callable[[object], None] | None = None,
+    on_plan: Callable[[PlannedRun], None] | None = None,
     on_ray: bool = False,
     ray_address: str | None = None,
-) -> tuple[str, list[TaskHealth]]:
-    """Play ``suite`` with the reference agents; the run id and each task's health
-    (``on_ray``: on a Ray cluster, as :func:`~gem_eval.runner.session.execute_run`)."""
+    agent: str | None = None,
+) -> HealthReport:
+    """Play ``suite`` with the reference agents, then (``agent``) the agent program
+    against the do-nothing model, each as a run of its own; what was found.
+
+    Args:
+        on_plan: Hears each run before it plays (the agent's run: its manifest's
+            ``extra["agent_check"]`` names the agent).
+        on_ray: On a Ray cluster, as :func:`~gem_eval.runner.session.execute_run`.
+        agent: The agent program to check (``--agent``).
+
+    Raises:
+        UserError: ``agent`` is unknown or cannot play a task (before any episode).
+    """
+    if agent is not None and isinstance(suite, str):
+        from gem_eval.suites import load_suite
+
+        suite = load_suite(suite)  # loaded once for both runs
     plan = plan_run(suite, [ModelSpec(name=name) for name in AGENTS], options, results_dir)
     without = _drop_oracle_without_reference(plan)
-    if on_plan is not None:
-        on_plan(plan)
-    await execute_run(
-        plan,
-        sinks=sinks,
-        model_factory=_reference_agent,
-        on_ray=on_ray,
-        ray_address=ray_address,
-    )
-    records: dict[tuple[str, str], EpisodeRecord] = {}
-    for record in plan.run_dir.records():
-        records[(record.task_id, record.model)] = record  # the last attempt of each
+    # Planned now, so an agent that cannot play a task is refused before any episode.
+    agent_plan = None if agent is None else _agent_plan(suite, agent, options, results_dir)
+    if agent_plan is not None:
+        agent_plan.manifest.extra["agent_check"]["health_run"] = plan.manifest.run_id
+    for planned in (plan, agent_plan):
+        if planned is None:
+            continue
+        if on_plan is not None:
+            on_plan(planned)
+        await execute_run(
+            planned,
+            sinks=sinks,
+            model_factory=_reference_agent,
+            on_ray=on_ray,
+            ray_address=ray_address,
+        )
+    records = _last_records(plan)
     tasks = list(dict.fromkeys(spec.id for spec in plan.manifest.tasks))
-    return plan.manifest.run_id, [
+    health = [
         _health(task, records.get((task, "oracle")), records.get((task, "noop")), task in without)
         for task in tasks
     ]
+    if agent_plan is None:
+        return HealthReport(plan.manifest.run_id, health)
+    played = _last_records(agent_plan)
+    return HealthReport(
+        plan.manifest.run_id,
+        [replace(h, agent=_agent_check(played.get((h.task_id, "noop")))) for h in health],
+        agent=agent_plan.manifest.extra["agent_check"]["agent"],
+        agent_run_id=agent_plan.manifest.run_id,
+    )
+
+
+def _agent_plan(
+    suite: str | Suite, agent: str, options: RunOptions, results_dir: Path
+) -> PlannedRun:
+    """The agent program's run: every task played by ``agent`` against the do-nothing
+    model, its turns capped at :data:`AGENT_CHECK_TURNS`."""
+    from gem_eval.agents.registry import agent_info
+
+    name = agent_info(agent).name  # an unknown name: one line
+    overrides = {**options.overrides, "agent": name, "agent_max_turns": AGENT_CHECK_TURNS}
+    checked = replace(options, overrides=overrides)
+    plan = plan_run(suite, [ModelSpec(name="noop")], checked, results_dir)
+    plan.manifest.extra["agent_check"] = {"agent": name, "max_turns": AGENT_CHECK_TURNS}
+    return plan
+
+
+def _last_records(plan: PlannedRun) -> dict[tuple[str, str], EpisodeRecord]:
+    """The run's records by (task, model): the last attempt of each."""
+    return {(r.task_id, r.model): r for r in plan.run_dir.records()}
 
 
 def _drop_oracle_without_reference(plan: PlannedRun) -> set[str]:
@@ -145,6 +257,31 @@ def _health(
         problem="; ".join(problems) or None,
         reference=not without_reference,
     )
+
+
+def _agent_check(record: EpisodeRecord | None) -> AgentCheck:
+    """What the agent's episode against the do-nothing model shows (see
+    :class:`AgentCheck`)."""
+    if record is None:
+        return AgentCheck(None, 0, None, None, "not played")
+    traj = record.trajectory
+    run = (traj.agent_run if traj is not None else None) or {}
+    steps = traj.steps if traj is not None else []
+    calls = sum("request" in step.info for step in steps)  # the graded end may add one
+    times = {k: float(run[k]) if run.get(k) is not None else None for k in ("setup_s", "run_s")}
+    reward = _reward(record) if record.scored and traj is not None else None
+    problem = None
+    if not record.scored or traj is None:
+        problem = f"{record.outcome}: {_error(record)}"
+    elif traj.error:  # it failed on its own, and was graded as it left the sandbox
+        problem = f"it failed: {' '.join(traj.error.split())[:300]}"
+    elif traj.truncated_by is not None:
+        problem = f"it did not end within the task's time ({traj.truncated_by})"
+    elif calls == 0:
+        problem = "it never called the model"
+    elif record.success or (reward is not None and reward > 0):
+        problem = f"it scored {reward or 0:g} without doing anything: {_detail(record)}"
+    return AgentCheck(reward, calls, times["setup_s"], times["run_s"], problem)
 
 
 def _reward(record: EpisodeRecord) -> float:

@@ -50,7 +50,9 @@ def test_tasks_without_a_reference_are_checked_with_the_do_nothing_agent_only(
 ) -> None:
     from gem_eval.store import RunDir
 
-    run_id, health = asyncio.run(check_tasks(str(suite), tmp_path / "r", RunOptions()))
+    report = asyncio.run(check_tasks(str(suite), tmp_path / "r", RunOptions()))
+    run_id, health = report.run_id, report.tasks
+    assert report.agent is None and all(h.agent is None for h in health)
     by_task = {h.task_id: h for h in health}
     guess, unsolved, nothing = by_task["guess"], by_task["unsolved"], by_task["nothing"]
     assert (guess.reference, guess.oracle, guess.healthy) == (True, 1.0, True)
