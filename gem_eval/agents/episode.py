@@ -207,12 +207,7 @@ async def _grade(env: Env, traj: Trajectory, result: AgentResult | None) -> None
     except Exception as exc:  # a tampered grader, a lost sandbox, or the env's own error
         _fail(traj, exc, "env")
         return
-    if not traj.steps:
-        traj.steps.append(Step(index=0, output=ModelOutput(text="")))
-    step = traj.steps[-1]
-    step.action, step.reward, step.terminated = "", reward, True
-    step.info = {**step.info, **info}
-    traj.success = bool(info.get("success", reward > 0))
+    traj.grade_end(reward, info)
     if result is not None and result.timed_out:
         traj.outcome, traj.truncated_by = "truncated", "max_time"
     else:
