@@ -36,6 +36,21 @@ Scorer = Literal["success", "return", "discounted_return", "judge"]
 """
 
 
+class TokenPrice(BaseModel):
+    """What a model's tokens cost, in USD per million tokens, as a user gave it
+    (``--price MODEL=IN,OUT``, a models entry's ``price:``): for a model litellm has no
+    price for (a self-hosted checkpoint), or to override litellm's."""
+
+    input: float = Field(ge=0, allow_inf_nan=False)
+    """USD per million input (prompt) tokens."""
+    output: float = Field(ge=0, allow_inf_nan=False)
+    """USD per million output (completion) tokens."""
+
+    def cost_usd(self, input_tokens: float, output_tokens: float) -> float:
+        """USD for these tokens."""
+        return (input_tokens * self.input + output_tokens * self.output) / 1e6
+
+
 class ModelSpec(BaseModel):
     """A model as the run was asked to use it (never holds an API key).
 
@@ -48,6 +63,8 @@ class ModelSpec(BaseModel):
             on 429s and recovers); ``None``: the run's ``--concurrency``.
         api_key_env: The environment variable holding the API key (its name, never
             its value); ``None``: the provider's usual variable.
+        price: What its tokens cost, as the user gave it (over litellm's price);
+            ``None``: litellm's price, if any.
     """
 
     name: str
@@ -58,6 +75,7 @@ class ModelSpec(BaseModel):
     timeout_s: float | None = None
     max_connections: int | None = Field(default=None, ge=1)
     api_key_env: str | None = None
+    price: TokenPrice | None = None
 
 
 class LimitsSpec(BaseModel):

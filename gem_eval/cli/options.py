@@ -15,6 +15,7 @@ from gem_eval.registry.source import DEFAULT_REGISTRY as DEFAULT_REGISTRY
 from gem_eval.registry.source import ENV_VAR as REGISTRY_ENV
 
 if TYPE_CHECKING:
+    from gem_eval.records import TokenPrice
     from gem_eval.store import Index
 
 RESULTS_ENV = "GEM_EVAL_RESULTS"
@@ -125,6 +126,46 @@ def positive_seconds(value: float | None) -> float | None:
     if value is not None and not 0 < value < float("inf"):
         raise typer.BadParameter(f"expected a finite number of seconds above 0 (got {value:g})")
     return value
+
+
+Prices = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--price",
+        metavar="MODEL=IN,OUT",
+        help="What MODEL's tokens cost: USD per million input and output tokens "
+        "(openai/gpt-4o=2.5,10), for a model litellm has no price for (a self-hosted "
+        "checkpoint) or over litellm's. --max-cost counts it. Repeatable.",
+    ),
+]
+
+
+def parse_prices(given: list[str] | None) -> dict[str, TokenPrice]:
+    """``--price MODEL=IN,OUT`` as each model's price.
+
+    Raises:
+        UserError: Not ``MODEL=IN,OUT`` with two finite numbers >= 0, or a model priced
+            twice.
+    """
+    from pydantic import ValidationError
+
+    from gem_eval.records import TokenPrice
+
+    prices: dict[str, TokenPrice] = {}
+    for item in given or []:
+        name, _, pair = item.rpartition("=")
+        parts = pair.split(",")
+        shape = f"--price takes MODEL=IN,OUT (USD per million input, output tokens), got {item!r}"
+        if not name.strip() or len(parts) != 2:
+            raise UserError(shape)
+        try:
+            price = TokenPrice(input=float(parts[0]), output=float(parts[1]))
+        except (ValueError, ValidationError):
+            raise UserError(f"{shape}: two numbers >= 0") from None
+        if name in prices:
+            raise UserError(f"--price {name} given twice: price each model once")
+        prices[name] = price
+    return prices
 
 
 def selection_options(

@@ -23,6 +23,7 @@ from gem_eval.cli.options import (
     Categories,
     ExecutorName,
     ImageMap,
+    Prices,
     RayAddress,
     Registry,
     ResultsDir,
@@ -30,6 +31,7 @@ from gem_eval.cli.options import (
     TaskGlobs,
     agent_override,
     check_executor,
+    parse_prices,
     positive_seconds,
     selection_options,
 )
@@ -127,6 +129,7 @@ def run(
     yes: Annotated[
         bool, typer.Option("--yes", "-y", help="Run even above --confirm-above.")
     ] = False,
+    price: Prices = None,
     model_arg: ModelArgsEach = None,  # read in the order given, with the models
     model_base_url: ModelBaseUrls = None,
     model_backend: ModelBackends = None,
@@ -200,7 +203,7 @@ def run(
     --resume may change how models are reached and the run's pace (--model-base-url,
     --model-backend, --api-key-env (for one model when given after its --model),
     --timeout, --max-retries, --max-connections, --concurrency, --max-cost,
-    --max-attempts, --cache); changes to what is measured (seed, -M, --max-turns,
+    --max-attempts, --cache, --price); changes to what is measured (seed, -M, --max-turns,
     --limit, --epochs, --sandbox, --image-map, --no-network, --task, --sample,
     --category, the suite file) need --force. A finished run has nothing to play:
     --resume says so and exits 0, and needs no model.
@@ -235,6 +238,7 @@ def run(
         executor=executor,
         ray_address=ray_address,
         registry=registry,
+        prices=parse_prices(price),
     )  # fmt: skip
     _, summary = play_suite(
         request, quiet=quiet, dry_run=dry_run, confirm_above=confirm_above, yes=yes
@@ -258,6 +262,7 @@ def run_request(
     extra: dict[str, dict[str, Any]] | None = None,
     command: str = "run",
     registry: str | None = None,
+    prices: dict[str, Any] | None = None,
 ) -> RunRequest:
     """The request of ``run`` (or ``rollout``) from its parsed options: one-line errors
     for a bad sandbox, backend or executor before anything else."""
@@ -292,6 +297,7 @@ def run_request(
         extra=extra or {},
         command=command,
         registry=registry,
+        prices=prices or {},
     )
 
 

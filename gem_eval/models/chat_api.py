@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import time
 from abc import abstractmethod
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from gem_eval.models.base import (
     GenerateConfig,
@@ -26,6 +26,9 @@ from gem_eval.models.call_timeout import CallTimeout, CallTimeoutError, within
 from gem_eval.models.concurrency import AdaptiveLimit
 from gem_eval.models.retry import Failure, MalformedReplyError, RetryPolicy, with_retries
 from gem_eval.models.tokens import read_tokens
+
+if TYPE_CHECKING:
+    from gem_eval.records import TokenPrice  # records imports models (judge)
 
 
 class ChatAPIModel(Model):
@@ -42,6 +45,8 @@ class ChatAPIModel(Model):
             ``default_concurrency``, growing up to ``max_concurrency``.
         max_concurrency: The ceiling when ``concurrency`` is not given.
         name: How results name the model (default: ``model``).
+        price: What its tokens cost, as the user gave it: each reply's ``cost_usd``
+            (over the provider's price, and for models that have none).
     """
 
     def __init__(
@@ -54,8 +59,10 @@ class ChatAPIModel(Model):
         concurrency: int | None = None,
         max_concurrency: int = 100,
         name: str | None = None,
+        price: TokenPrice | None = None,
     ) -> None:
         self.model, self.api_base, self.api_key = model, api_base, api_key
+        self.price = price
         self.name = name or model
         self.retry = retry or RetryPolicy()
         if concurrency is not None:
@@ -103,6 +110,9 @@ class ChatAPIModel(Model):
             finally:
                 self.limit.release()  # a retry waits its backoff without holding a slot
             output = self._read(response)
+            if self.price is not None:
+                usage = output.usage
+                usage.cost_usd = self.price.cost_usd(usage.input_tokens, usage.output_tokens)
             answered = time.monotonic()
             if self._warm_at is None:
                 self._warm_at = answered

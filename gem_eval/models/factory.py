@@ -3,11 +3,15 @@
 from __future__ import annotations
 
 import os
+from typing import TYPE_CHECKING
 
 from gem_eval.errors import MissingAPIKeyError, UserError
 from gem_eval.models.base import Model
 from gem_eval.models.chat_api import ChatAPIModel
 from gem_eval.models.retry import RetryPolicy
+
+if TYPE_CHECKING:
+    from gem_eval.records import TokenPrice  # records imports models (judge)
 
 BACKENDS = ("litellm", "openai")
 # Provider prefixes that name an OpenAI-compatible server; the rest is the model's name there.
@@ -54,6 +58,7 @@ def get_model(
     retry: RetryPolicy | None = None,
     concurrency: int | None = None,
     max_concurrency: int = 100,
+    price: TokenPrice | None = None,
 ) -> Model:
     """Build the model ``spec`` names.
 
@@ -73,6 +78,7 @@ def get_model(
         retry: Retries and per-call timeout.
         concurrency: Initial connection limit (adapts to 429s).
         max_concurrency: The most the limit grows to.
+        price: What its tokens cost (``--price``): the replies' ``cost_usd``.
     """
     from gem_eval.models.reference import REFERENCE_MODELS, reference_model
 
@@ -86,7 +92,7 @@ def get_model(
         path = spec.removeprefix("local/")
         if not path:
             raise UserError("--model local/ needs a name or a .gguf path, e.g. local/gemma3-270m")
-        return LocalModel(path, backend=backend, retry=retry)
+        return LocalModel(path, backend=backend, retry=retry, price=price)
     return api_model(
         spec,
         base_url=base_url,
@@ -95,6 +101,7 @@ def get_model(
         retry=retry,
         concurrency=concurrency,
         max_concurrency=max_concurrency,
+        price=price,
     )
 
 
@@ -108,6 +115,7 @@ def api_model(
     concurrency: int | None = None,
     max_concurrency: int = 100,
     name: str | None = None,
+    price: TokenPrice | None = None,
 ) -> ChatAPIModel:
     """A model behind an HTTP chat API, through litellm or the direct client."""
     if backend == "openai":
@@ -124,6 +132,7 @@ def api_model(
             concurrency=concurrency,
             max_concurrency=max_concurrency,
             name=name or spec,
+            price=price,
         )
     from gem_eval.models.litellm_model import LiteLLMModel
 
@@ -135,4 +144,5 @@ def api_model(
         concurrency=concurrency,
         max_concurrency=max_concurrency,
         name=name,
+        price=price,
     )

@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 import asyncio
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from gem_eval.models.base import GenerateConfig, Message, Model, ModelOutput, ToolSchema
 from gem_eval.models.chat_api import ChatAPIModel
 from gem_eval.models.retry import RetryPolicy
+
+if TYPE_CHECKING:
+    from gem_eval.records import TokenPrice  # records imports models (judge)
 
 
 class LocalModel(Model):
@@ -22,6 +25,7 @@ class LocalModel(Model):
         spec: What follows ``local/``: a built-in name or a path to a ``.gguf`` file.
         backend: ``litellm`` or ``openai`` (the direct client).
         retry: Retries and per-call timeout.
+        price: What its tokens cost, when the user gave one (``--price``); else free.
         server_options: Passed to
             :class:`~gem_eval.models.local_server.LocalModelServer`.
     """
@@ -35,9 +39,10 @@ class LocalModel(Model):
         *,
         backend: str = "litellm",
         retry: RetryPolicy | None = None,
+        price: TokenPrice | None = None,
         **server_options: Any,
     ) -> None:
-        self.spec, self.backend, self.retry = spec, backend, retry
+        self.spec, self.backend, self.retry, self.price = spec, backend, retry, price
         self.name = f"local/{spec}"
         self.server_options = server_options
         self._server: Any = None
@@ -62,6 +67,7 @@ class LocalModel(Model):
                 retry=self.retry,
                 concurrency=self.default_concurrency,
                 name=self.name,
+                price=self.price,
             )
 
     @property

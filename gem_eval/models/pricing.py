@@ -8,6 +8,7 @@ and only when a price is asked for (the import takes seconds).
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
 from gem_eval.records import ModelSpec
@@ -26,6 +27,8 @@ class Price:
         note: Where the price comes from, or why it is unknown (one line).
         max_output_tokens: The most one reply can hold, when litellm knows it.
         max_input_tokens: The most one call can read (the context), when known.
+        counted_free: No price is known, and the run counts the calls as $0 (a
+            self-hosted model, the direct client): not free, only unpriced.
     """
 
     input_usd: float | None
@@ -33,6 +36,7 @@ class Price:
     note: str
     max_output_tokens: int | None = None
     max_input_tokens: int | None = None
+    counted_free: bool = False
 
     @property
     def known(self) -> bool:
@@ -52,7 +56,10 @@ FREE_REFERENCE = Price(0.0, 0.0, "a reference agent: no model, no charge")
 def price_of(model: ModelSpec) -> Price:
     """The price per token the run will be charged for ``model``.
 
-    * ``oracle`` / ``noop`` and ``local/...``: free.
+    * ``oracle`` / ``noop``: free.
+    * A price the user gave (``--price``, a models entry's ``price:``): that, with
+      litellm's token limits when it knows the model.
+    * ``local/...``: free.
     * ``--model-backend openai`` (the direct client): it records no cost, so $0 is what
       the run counts; the note says so.
     * Otherwise litellm's price for the model string, as the run's replies are priced
@@ -61,17 +68,52 @@ def price_of(model: ModelSpec) -> Price:
     """
     if model.name in _REFERENCE:
         return FREE_REFERENCE
+    given = model.price
+    if given is not None:
+        limits = litellm_price(model.name) if model.backend == "litellm" else None
+        return Price(
+            given.input / 1e6,
+            given.output / 1e6,
+            f"your price: ${given.input:g}/${given.output:g} per million input/output tokens",
+            max_output_tokens=limits.max_output_tokens if limits else None,
+            max_input_tokens=limits.max_input_tokens if limits else None,
+        )
     if model.name.startswith(_LOCAL_PREFIXES):
         return FREE_LOCAL
     if model.backend == "openai":
-        return Price(0.0, 0.0, "the direct client records no cost: counted as $0")
+        return Price(
+            0.0, 0.0, "the direct client records no cost: counted as $0", counted_free=True
+        )
     found = litellm_price(model.name)
     if found is not None:
         where = " (served from its base URL)" if model.base_url else ""
         return replace(found, note=f"litellm's price for {model.name}{where}")
     if model.base_url is not None:
-        return Price(0.0, 0.0, f"no litellm price for {model.name}: self-hosted, counted as $0")
+        return Price(
+            0.0,
+            0.0,
+            f"no litellm price for {model.name}: self-hosted, counted as $0",
+            counted_free=True,
+        )
     return Price(None, None, f"no litellm price for {model.name}: cost unknown")
+
+
+def budget_blind_spots(models: Sequence[ModelSpec], max_cost_usd: float | None) -> list[str]:
+    """One warning per model whose calls a ``--max-cost`` cap cannot see: no price is
+    known, so they count as $0 (give one with ``--price`` or a models entry's ``price:``)."""
+    if max_cost_usd is None:
+        return []
+    lines = []
+    for model in models:
+        price = price_of(model)
+        if price.known and not price.counted_free:
+            continue
+        lines.append(
+            f"--max-cost counts priced calls only: model {model.name} has no price "
+            f"({price.note}); give one with --price {model.name}=IN,OUT (USD per million "
+            "input/output tokens)"
+        )
+    return lines
 
 
 def litellm_price(name: str) -> Price | None:

@@ -305,7 +305,7 @@ def resume_request(request: RunRequest) -> ResumeRequest:
     """What a request asks of a resumed run (see :mod:`gem_eval.runner.resume`)."""
     return ResumeRequest(
         connection={k: request.shared.get(k) for k in CONNECTION_FIELDS},
-        per_model={m.name: dict(m.settings) for m in request.models if m.settings},
+        per_model=_per_model(request),
         options=dict(request.options),
         model_args=dict(request.model_args) if request.model_args is not None else None,
         suite=request.suite,
@@ -313,6 +313,15 @@ def resume_request(request: RunRequest) -> ResumeRequest:
         extra={k: dict(v) for k, v in request.extra.items()},
         force=request.force,
     )
+
+
+def _per_model(request: RunRequest) -> dict[str, dict[str, Any]]:
+    """The settings a resume was given for one model each: those after its ``--model``,
+    and its ``--price``."""
+    per_model = {m.name: dict(m.settings) for m in request.models if m.settings}
+    for name, price in request.prices.items():
+        per_model.setdefault(name, {})["price"] = price
+    return per_model
 
 
 def _episodes(suite: Suite, models: Sequence[ModelSpec], options: RunOptions) -> list[EpisodeSpec]:

@@ -28,12 +28,14 @@ def check_setup(
         models: The models that will play.
         tasks: The tasks they will play.
         options: The run's options (with ``cache``, server and key problems are warnings).
-        warn: Hears each warning.
+        warn: Hears each warning: also each model a ``max_cost_usd`` cap cannot see (no
+            price: its calls count as $0).
 
     Raises:
         UserError: A model or judge that cannot be used.
     """
     from gem_eval.models.preflight import check_models
+    from gem_eval.models.pricing import budget_blind_spots
     from gem_eval.runner.judging import judge_model_spec
 
     specs = list(models)
@@ -44,6 +46,8 @@ def check_setup(
             if key not in seen:
                 seen.add(key)
                 specs.append(judge_model_spec(task.judge))
-    for line in asyncio.run(check_models(specs, cache=options.cache)):
+    warnings = asyncio.run(check_models(specs, cache=options.cache))
+    warnings += budget_blind_spots(specs, options.max_cost_usd)
+    for line in warnings:
         if warn is not None:
             warn(line)

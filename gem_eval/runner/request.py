@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from gem_eval.errors import UserError
-from gem_eval.records import ModelSpec
+from gem_eval.records import ModelSpec, TokenPrice
 
 CONNECTION_FIELDS = (
     "base_url",
@@ -63,6 +63,8 @@ class RunRequest:
         command: The command the hints name (``run``, ``rollout``).
         registry: Where a ``suite`` named ``NAME@VERSION`` is looked up (a new run; a
             resumed one reads the registry its manifest names).
+        prices: ``--price``: what the tokens of a model (by name) cost, over litellm's
+            price and a models list's ``price:``.
     """
 
     suite: str | None = None
@@ -79,6 +81,7 @@ class RunRequest:
     extra: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
     command: str = "run"
     registry: str | None = None
+    prices: Mapping[str, TokenPrice] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         if self.force and self.resume is None:
@@ -94,7 +97,7 @@ class RunRequest:
         shared settings (the command line) over theirs.
 
         Raises:
-            UserError: No model at all.
+            UserError: No model at all, or a ``--price`` for a model the run does not play.
         """
         args = dict(self.model_args or {})
         if self.models:
@@ -103,14 +106,33 @@ class RunRequest:
                 own = {k: v for k, v in m.settings.items() if k != "args"}
                 mine = {**args, **m.settings.get("args", {})}
                 specs.append(ModelSpec(name=m.name, args=mine, **_given({**self.shared, **own})))
-            return specs
+            return self.priced(specs)
         if not listed:
             raise UserError("give at least one --model (or list models in the suite or --models)")
+        shared = _given(self.shared)
+        return self.priced(
+            [
+                m.model_copy(update={**shared, **({"args": {**m.args, **args}} if args else {})})
+                for m in listed
+            ]
+        )
+
+    def priced(self, specs: list[ModelSpec]) -> list[ModelSpec]:
+        """``specs`` with the ``--price`` given for each.
+
+        Raises:
+            UserError: A ``--price`` names a model that is not among ``specs``.
+        """
+        names = [s.name for s in specs]
+        for name in self.prices:
+            if name not in names:
+                raise UserError(
+                    f"--price {name}: the run plays no model {name!r} (its models: "
+                    f"{', '.join(names)})"
+                )
         return [
-            m.model_copy(
-                update={**_given(self.shared), **({"args": {**m.args, **args}} if args else {})}
-            )
-            for m in listed
+            s.model_copy(update={"price": self.prices[s.name]}) if s.name in self.prices else s
+            for s in specs
         ]
 
 

@@ -21,6 +21,8 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
+from pydantic import BaseModel
+
 from gem_eval.errors import UserError
 from gem_eval.records import ModelSpec
 
@@ -31,8 +33,10 @@ CONNECTION_FLAGS = {
     "timeout_s": "--timeout",
     "max_retries": "--max-retries",
     "max_connections": "--max-connections",
+    "price": "--price",
 }
-"""ModelSpec fields a resume may change, and their flags."""
+"""ModelSpec fields a resume may change, and their flags (a new price counts the calls
+still to come; those recorded keep what they were charged)."""
 
 CONTROL_FLAGS = {
     "concurrency": "--concurrency",
@@ -149,8 +153,9 @@ def apply(
         update = {k: v for k, v in settings.items() if v is not None and getattr(model, k) != v}
         for key, value in update.items():
             own = key in request.per_model.get(model.name, {})
+            shown = value.model_dump() if isinstance(value, BaseModel) else value
             changed[f"{CONNECTION_FLAGS[key]} ({model.name})" if own else CONNECTION_FLAGS[key]] = (
-                value
+                shown
             )
         updated.append(model.model_copy(update=update) if update else model)
     if forced and not request.force:

@@ -264,4 +264,5 @@ def default_model_factory(spec: ModelSpec, concurrency: int | None = None) -> An
         backend=spec.backend,
         retry=policy,
         concurrency=spec.max_connections or concurrency,
+        price=spec.price,
     )

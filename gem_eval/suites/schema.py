@@ -160,6 +160,14 @@ class TaskItem(TaskFile):
     file: str | None = None
 
 
+class PriceEntry(_Strict):
+    """A model's ``price:``, in USD per million tokens (see
+    :class:`~gem_eval.records.TokenPrice`): ``{input: 0.15, output: 0.60}``."""
+
+    input: float = Field(ge=0, allow_inf_nan=False)
+    output: float = Field(ge=0, allow_inf_nan=False)
+
+
 class ModelEntry(_Strict):
     """One entry of a ``models:`` list (a suite's, or a ``--models`` file's): a model and
     how it is reached (see :class:`~gem_eval.records.ModelSpec` and
@@ -170,9 +178,10 @@ class ModelEntry(_Strict):
     backend: str | None = None
     api_key_env: str | None = None
     args: dict[str, Any] = Field(default_factory=dict)
-    timeout_s: float | None = Field(default=None, gt=0)
+    timeout_s: float | None = Field(default=None, gt=0, allow_inf_nan=False)
     max_retries: int | None = Field(default=None, ge=0)
     max_connections: int | None = Field(default=None, ge=1)
+    price: PriceEntry | None = None
 
 
 class SuiteFile(_Strict):
@@ -221,14 +230,24 @@ def describe_all(exc: ValidationError, model: type[BaseModel]) -> list[tuple[Loc
     misspelt) is left out, and so are the other branches of a union (``tools[0]``
     fails both as a string and as a mapping: one message).
     """
-    errors = exc.errors()
-    unknown_in = {tuple(e["loc"][:-1]) for e in errors if e["type"] == "extra_forbidden"}
+    # A value of a union with the type of one branch (a mapping, for `str | ModelEntry`) is
+    # told what is wrong inside that branch, at its key, not that it is not a string.
+    errors = []
+    for error in exc.errors():
+        loc = tuple(error["loc"])
+        place = _without_union_tags(loc, model)
+        errors.append(
+            (error, place, _branch_path(loc, model) if len(loc) > len(place) + 1 else place)
+        )
+    inside = {place for _, place, path in errors if path != place}
+    unknown_in = {path[:-1] for e, _, path in errors if e["type"] == "extra_forbidden"}
     out: dict[Loc, str] = {}
-    for error in errors:
-        if error["type"] == "missing" and tuple(error["loc"][:-1]) in unknown_in:
+    for error, place, path in errors:
+        if error["type"] == "missing" and path[:-1] in unknown_in:
             continue
-        loc, message = _message(error, model)
-        out.setdefault(_without_union_tags(loc, model), message)
+        if place in inside and path == place and error["type"].endswith("_type"):
+            continue  # the other branch's type
+        out.setdefault(path, _message({**error, "loc": path}, model)[1])
     return list(out.items())
 
 
@@ -264,6 +283,36 @@ def _without_union_tags(loc: Loc, model: type[BaseModel]) -> Loc:
     return loc
 
 
+def _branch_path(loc: Loc, model: type[BaseModel]) -> Loc:
+    """``loc`` without the names pydantic gives the branches of a union
+    (``("models", 0, "ModelEntry", "price")`` -> ``("models", 0, "price")``)."""
+    out: list[str | int] = []
+    current: Any = model
+    parts = list(loc)
+    while parts:
+        current = _unwrap(current)
+        if get_origin(current) in (Union, types.UnionType):
+            tag = parts.pop(0)
+            current = next((a for a in get_args(current) if _branch_name(a) == tag), None)
+            continue
+        part = parts.pop(0)
+        out.append(part)
+        if isinstance(part, int) or get_origin(current) is dict:
+            args = get_args(current)
+            current = args[-1] if args else None
+        elif isinstance(current, type) and issubclass(current, BaseModel):
+            field = current.model_fields.get(str(part))
+            current = field.annotation if field else None
+        else:
+            current = None
+    return tuple(out)
+
+
+def _branch_name(annotation: Any) -> str:
+    """The name pydantic gives a union's branch in an error's ``loc``."""
+    return getattr(annotation, "__name__", None) or str(annotation)
+
+
 def _show(value: Any) -> str:
     if isinstance(value, (str, int, float, bool)) or value is None:
         text = repr(value)
@@ -272,10 +321,11 @@ def _show(value: Any) -> str:
 
 
 def _keys_at(model: type[BaseModel], loc: Loc) -> list[str]:
-    """The field names of the model found at ``loc`` inside ``model``."""
+    """The field names of the model found at ``loc`` inside ``model`` (in a union, its
+    one branch that is a model: ``str | ModelEntry``)."""
     current: Any = model
     for part in loc:
-        current = _unwrap(current)
+        current = _model_branch(_unwrap(current))
         if isinstance(part, int):
             args = get_args(current)
             current = args[0] if args else None
@@ -284,10 +334,18 @@ def _keys_at(model: type[BaseModel], loc: Loc) -> list[str]:
             current = field.annotation if field else None
         else:
             return []
-    current = _unwrap(current)
+    current = _model_branch(_unwrap(current))
     if isinstance(current, type) and issubclass(current, BaseModel):
         return list(current.model_fields)
     return []
+
+
+def _model_branch(annotation: Any) -> Any:
+    """A union's one branch that is a pydantic model; else ``annotation``."""
+    if get_origin(annotation) not in (Union, types.UnionType):
+        return annotation
+    models = [a for a in get_args(annotation) if isinstance(a, type) and issubclass(a, BaseModel)]
+    return models[0] if len(models) == 1 else annotation
 
 
 def _unwrap(annotation: Any) -> Any:

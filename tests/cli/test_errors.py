@@ -82,3 +82,27 @@ def test_a_model_without_a_provider_is_one_line_before_the_run(tmp_path: Path) -
     assert len(result.lines) == 1, result
     assert result.lines[0].startswith("error: model 'stub': litellm cannot tell its provider")
     assert "episodes to play" not in result.stdout and not (tmp_path / "r").exists()
+
+
+@pytest.mark.parametrize(
+    ("prices", "said"),
+    [
+        (["oracle"], "--price takes MODEL=IN,OUT (USD per million input, output tokens)"),
+        (["oracle=1"], "got 'oracle=1'"),
+        (["=1,2"], "got '=1,2'"),
+        (["oracle=a,b"], "got 'oracle=a,b': two numbers >= 0"),
+        (["oracle=-1,2"], "two numbers >= 0"),
+        (["oracle=nan,2"], "two numbers >= 0"),
+        (["oracle=1,2", "oracle=1,2"], "--price oracle given twice: price each model once"),
+        (["openai/gpt-5=1,2"], "--price openai/gpt-5: the run plays no model 'openai/gpt-5'"),
+    ],
+)
+def test_a_bad_price_is_one_line(prices: list[str], said: str, tmp_path: Path) -> None:
+    given = [arg for price in prices for arg in ("--price", price)]
+    result = gem_eval(
+        "run", "-s", "smoke", "-m", "oracle", *given, "--results-dir", str(tmp_path / "r")
+    )
+    assert result.code == 2, result
+    assert len(result.lines) == 1 and result.lines[0].startswith("error: "), result
+    assert said in result.lines[0]
+    assert not (tmp_path / "r").exists()
