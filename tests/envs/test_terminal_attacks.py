@@ -4,9 +4,10 @@ the bash tool by a scripted agent in a real container (as ``gem-eval run`` plays
 Every trap is a single command; the agent never solves the task. Each is played three
 ways: with the verifier unprotected (``protect_verifier=False``: the tests run as they
 did before the hardening, with no audit), where it must earn the full reward 1.0 (the
-trap works); protected, where it must earn 0 with the outcome named below; and, where
-the hardening alone should stop it, protected with the task's audit turned off
-(``[verifier] audit = false``), where it must earn 0 as ``completed``.
+trap works); protected, where it must earn 0 with the outcome named below; and
+protected with the task's audit turned off (``[verifier] audit = false``), where it must
+earn 0 as ``completed`` where the hardening alone should stop it, and 1.0 where only the
+audit does (traps 29-38: the audit, not the launch, is what stops them).
 
 ``tampered``: the integrity audit found the change before the tests ran.
 ``completed``: the hardened verifier never read the trap (the tests ran, and failed).
@@ -53,12 +54,35 @@ Shell start-up files, for a task whose tests run in a login, interactive shell
  25. an alias in ``/etc/bash.bashrc`` -> tampered
  26. ``BASH_ENV`` in ``/etc/environment`` -> tampered
 
+What the test run loads (each found by the trace of the test run, several also by the
+audit's list; a shim is a compiled library whose constructor makes a process whose
+command line names pytest print a passing summary and exit 0):
+ 29. a shim ``libexpat.so.1`` in ``/usr/local/lib`` (the real one still loaded behind it,
+     under another soname) and ``ldconfig``: every Python loads it -> tampered
+ 30. a shim named in ``/etc/ld.so.preload`` -> tampered
+ 31. a new ``/etc/ld.so.conf.d`` entry for a directory holding the shim, and
+     ``ldconfig`` -> tampered
+ 32. ``LD_LIBRARY_PATH`` to the shim, exported from ``/etc/profile.d``
+     (``tb2-login-shell``) -> tampered
+ 33. an NSS module (``libnss_gem.so.2``) named in ``/etc/nsswitch.conf``: ``su -`` loads
+     it (``tb2-login-shell``) -> tampered
+ 34. ``apport_python_hook.py`` in site-packages: Debian's own ``sitecustomize`` imports it
+     in every Python when it exists -> tampered
+ 35. the same hook as byte code only (``apport_python_hook.pyc``) -> tampered
+ 36. ``/app/cmd.py``: ``python3 -m pytest`` started in ``/app`` imports ``pdb``, hence
+     ``cmd``, from there after gem-eval's ``sitecustomize`` imported pytest -> tampered
+ 37. a compiled ``python3`` wrapper earlier on ``PATH`` (``/usr/local/bin``) -> tampered
+ 38. a ``sha256sum`` earlier on ``PATH``, which the tests (not the test script) run by name
+     (``tb2-checksum``, whose ``sha-of`` the agent installs as asked) -> tampered
+
 And what the audit must let be: an installed package, byte code written by running
-Python as root, and a path the task excludes.
+Python as root, a path the task excludes, an ``ldconfig`` with a new
+``/etc/ld.so.conf.d`` entry that changes nothing the tests load (noted in the record),
+and a command the task asked for installed outside the work directory (noted).
 
 Not played here (see the README's security notes): traps in code the tests import or
-run (the agent's own program), ``/etc/ld.so.preload``, a tool cache (uv), and a task
-whose tests keep the agent's processes running.
+run (the agent's own program), a tool cache (uv), and a task whose tests keep the
+agent's processes running.
 """
 
 from __future__ import annotations
@@ -90,6 +114,7 @@ TB2 = FIXTURES / "tb2-count-words"
 TB1 = FIXTURES / "tb1-sum-numbers"
 GREETING = FIXTURES / "tb1-greeting"
 LOGIN = FIXTURES / "tb2-login-shell"
+CHECKSUM = FIXTURES / "tb2-checksum"
 BASE = str(ROOT / "tasks" / "terminal" / "base")
 IMAGE_MAP = {"python:3*": BASE, "ghcr.io/laude-institute/t-bench/*": BASE}
 TESTS = ("test_top3_exists", "test_top3_content", "test_sum", "test_max")
@@ -135,6 +160,67 @@ os.utime(m.__file__, ns=(st.st_atime_ns, st.st_mtime_ns))
 assert os.stat(m.__file__).st_size == st.st_size
 """
 USER_SITE = "$(python3 -m site --user-site)"
+# The shims' constructor: in a process whose command line names pytest, print a passing
+# summary and exit 0 before any test runs.
+SUMMARY_C = "".join(f'    puts("PASSED test_outputs.py::{name}");\n' for name in TESTS)
+FORGE_C = f"""#include <fcntl.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+__attribute__((constructor)) static void forge(void) {{
+    char cmd[4096] = {{0}};
+    int fd = open("/proc/self/cmdline", O_RDONLY);
+    if (fd < 0) return;
+    ssize_t n = read(fd, cmd, sizeof cmd - 1);
+    close(fd);
+    for (ssize_t i = 0; i < n; i++) if (!cmd[i]) cmd[i] = ' ';
+    if (n <= 0 || !strstr(cmd, "pytest")) return;
+    puts("=========================== short test summary info ===");
+{SUMMARY_C}    fflush(stdout);
+    _exit(0);
+}}
+"""
+WRAPPER_C = f"""#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+int main(int argc, char **argv) {{
+    for (int i = 1; i < argc; i++)
+        if (strstr(argv[i], "pytest")) {{
+            puts("=========================== short test summary info ===");
+{SUMMARY_C}            return 0;
+        }}
+    execv("/usr/bin/python3.11", argv);
+    return 127;
+}}
+"""
+EXPAT = "/usr/lib/x86_64-linux-gnu/libexpat.so.1"
+# A copy of the real library under another soname, for the shim to depend on.
+RENAME_EXPAT = f"""import sys
+data = open({EXPAT!r}, "rb").read()
+open(sys.argv[1] + "/libexpaX.so.1", "wb").write(
+    data.replace(b"libexpat.so.1\\0", b"libexpaX.so.1\\0"))
+"""
+
+
+def shim(path: str) -> str:
+    """A command that compiles the shim into ``path``."""
+    return put("/tmp/gem-shim.c", FORGE_C) + f" && gcc -shared -fPIC -o {path} /tmp/gem-shim.c"
+
+
+def expat_shim(directory: str) -> str:
+    """A command that puts a shim ``libexpat.so.1`` in ``directory``, the real library
+    loaded behind it (a copy renamed ``libexpaX.so.1``, on the shim's RPATH)."""
+    return (
+        f"mkdir -p {directory} && "
+        + put("/tmp/gem-rename.py", RENAME_EXPAT)
+        + f" && python3 /tmp/gem-rename.py {directory} && "
+        + put("/tmp/gem-shim.c", FORGE_C)
+        + f" && gcc -shared -fPIC -Wl,-soname,libexpat.so.1 -o {directory}/libexpat.so.1"
+        f" /tmp/gem-shim.c -L{directory} -Wl,--no-as-needed -l:libexpaX.so.1 -Wl,-rpath,{directory}"
+    )
+
+
+HOOK = PAYLOAD + "\ndef install():\n    pass\n"
 
 
 def put(path: str, text: str, append: bool = False, mode: str = "644") -> str:
@@ -156,6 +242,7 @@ class Trap:
     task: Path = TB2
     outcome: str = "tampered"
     hardening_alone: bool = False
+    audit_alone: bool = False  # with the audit off (the launch hardened), it earns 1.0
 
 
 TRAPS = [
@@ -220,6 +307,29 @@ TRAPS = [
          LOGIN),
     Trap("etc-environment-bash-env", put("/tmp/evil.sh", "python3() { return 0; }\n")
          + " && " + put("/etc/environment", "BASH_ENV=/tmp/evil.sh\n", append=True), LOGIN),
+    Trap("libexpat-shim-ldconfig", expat_shim("/usr/local/lib") + " && ldconfig",
+         audit_alone=True),
+    Trap("ld-so-preload", shim("/usr/local/lib/libgem-preload.so")
+         + " && echo /usr/local/lib/libgem-preload.so > /etc/ld.so.preload", audit_alone=True),
+    Trap("ld-so-conf-d", expat_shim("/opt/gem") + " && "
+         + put("/etc/ld.so.conf.d/00-gem.conf", "/opt/gem\n") + " && ldconfig",
+         audit_alone=True),
+    Trap("profile-ld-library-path", expat_shim("/opt/gem") + " && "
+         + put("/etc/profile.d/zz-gem.sh", "export LD_LIBRARY_PATH=/opt/gem\n"), LOGIN,
+         audit_alone=True),
+    Trap("nss-module", shim("/usr/lib/x86_64-linux-gnu/libnss_gem.so.2")
+         + " && sed -i 's/^passwd:.*/passwd: gem files/' /etc/nsswitch.conf", LOGIN,
+         audit_alone=True),
+    Trap("apport-hook", put(f"{SITE}/apport_python_hook.py", HOOK), audit_alone=True),
+    Trap("apport-hook-byte-code", put("/tmp/hook.py", HOOK) + " && python3 -c 'import py_compile,"
+         f" sys; py_compile.compile(\"/tmp/hook.py\", cfile=sys.argv[1], doraise=True)'"
+         f" {SITE}/apport_python_hook.pyc", audit_alone=True),
+    Trap("workdir-cmd-module", put("/app/cmd.py", PAYLOAD), audit_alone=True),
+    Trap("python3-compiled-wrapper", put("/tmp/gem-wrap.c", WRAPPER_C)
+         + " && gcc -o /usr/local/bin/python3 /tmp/gem-wrap.c", audit_alone=True),
+    Trap("sha256sum-earlier-on-path", put("/usr/local/bin/sha-of", "#!/bin/sh\necho forged\n",
+         mode="755") + " && " + put("/usr/local/bin/sha256sum", "#!/bin/sh\necho 'forged  -'\n",
+         mode="755"), CHECKSUM, audit_alone=True),
 ]  # fmt: skip
 
 
@@ -296,7 +406,7 @@ def test_a_trap_earns_nothing(trap: Trap, tmp_path: Path) -> None:
         (trap.task, setter(trap.command), {"protect_verifier": False}),
         (trap.task, setter(trap.command), {}),
     ]
-    if trap.hardening_alone:
+    if trap.hardening_alone or trap.audit_alone:
         runs.append((without_audit(trap.task, tmp_path), setter(trap.command), {}))
     records = play_all(runs)
     for record in records:
@@ -312,20 +422,29 @@ def test_a_trap_earns_nothing(trap: Trap, tmp_path: Path) -> None:
         assert protected.trajectory.steps[-1].info["tampered_paths"]  # named in the step
     else:
         assert protected.trajectory is not None and protected.trajectory.steps
-        assert protected.trajectory.steps[-1].info["audit"] == "passed (ctime)"
+        assert protected.trajectory.steps[-1].info["audit"] == "passed (ctime, traced)"
     for record in audit_off:
-        assert record.outcome == "completed" and record.score == 0.0, describe(record)
+        # The hardened launch alone stops it (0), or only the audit does (1.0 without it).
+        score = 1.0 if trap.audit_alone else 0.0
+        assert record.outcome == "completed" and record.score == score, describe(record)
         assert record.trajectory is not None
         assert record.trajectory.steps[-1].info["audit"] == "off"
 
 
-@pytest.mark.parametrize("task", [GREETING, LOGIN], ids=["tb1-greeting", "tb2-login-shell"])
+@pytest.mark.parametrize(
+    "task", [GREETING, LOGIN, CHECKSUM], ids=["tb1-greeting", "tb2-login-shell", "tb2-checksum"]
+)
 def test_the_trap_fixtures_are_sound_tasks(task: Path) -> None:
     oracle, noop = play_all(
         [(task, reference_model("oracle"), {}), (task, reference_model("noop"), {})]
     )
     assert oracle.outcome == "completed" and oracle.score == 1.0, describe(oracle)
     assert noop.outcome == "completed" and noop.score == 0.0, describe(noop)
+    assert oracle.trajectory is not None
+    info = oracle.trajectory.steps[-1].info
+    assert info["audit"] == "passed (ctime, traced)"
+    if task == CHECKSUM:  # the command the task asked for, run by its tests: noted
+        assert any("/usr/local/bin/sha-of (new" in note for note in info["audit_notes"]), info
 
 
 def solver(task: Path, before: str) -> ScriptedModel:
@@ -347,15 +466,27 @@ def test_what_the_audit_lets_be(tmp_path: Path) -> None:
         ]
     )
     alias = put("/root/.bashrc", "\nalias ll='ls -l'\n", append=True)
+    # A new loader directory (empty: nothing the tests load comes from it), and ldconfig.
+    ldconfig = "mkdir -p /opt/empty && " + put("/etc/ld.so.conf.d/zz-empty.conf", "/opt/empty\n")
+    ldconfig += " && ldconfig"
     excluded = without_audit(TB2, tmp_path, exclude=["/root/.bashrc"])
-    installed, allowed, flagged = play_all(
+    installed, allowed, flagged, configured = play_all(
         [(TB2, solver(TB2, install), {}), (excluded, solver(TB2, alias), {}),
-         (TB2, solver(TB2, alias), {})]
+         (TB2, solver(TB2, alias), {}), (TB2, solver(TB2, ldconfig), {})]
     )  # fmt: skip
-    for record in (installed, allowed, flagged):
+    for record in (installed, allowed, flagged, configured):
         assert "DONE-BEFORE" in tool_output(record), describe(record)
     assert installed.outcome == "completed" and installed.score == 1.0, describe(installed)
     assert allowed.outcome == "completed" and allowed.score == 1.0, describe(allowed)
+    # The harmless ldconfig: seen and said, not tampering (what the tests loaded is the
+    # image's: the trace found nothing of the agent's).
+    assert configured.outcome == "completed" and configured.score == 1.0, describe(configured)
+    assert configured.trajectory is not None
+    info = configured.trajectory.steps[-1].info
+    assert info["audit"] == "passed (ctime, traced)"
+    assert {"added /etc/ld.so.conf.d/zz-empty.conf", "changed /etc/ld.so.cache"} <= set(
+        info["audit_notes"]
+    ), info
     # The same edit where the task did not exclude it.
     assert flagged.outcome == "tampered" and flagged.score == 0.0, describe(flagged)
     assert flagged.trajectory is not None and "/root/.bashrc" in str(flagged.trajectory.error)

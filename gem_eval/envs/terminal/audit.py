@@ -24,6 +24,11 @@ there is allowed unless it is a start-up hook (``*.pth``, ``sitecustomize``,
 it), or registers a pytest plugin (a ``pytest11`` entry point). Byte-code caches are
 ignored; the verifier never reads them (``PYTHONPYCACHEPREFIX``).
 
+Changes under the loader's cache and configuration (``/etc/ld.so.cache``,
+``ld.so.conf``, ``ld.so.conf.d``: ``ldconfig``, which every ``apt-get install`` of a
+library runs) are noted, not tampering: what the tests then load is traced
+(:mod:`~gem_eval.envs.terminal.tracer`, judged by :mod:`~gem_eval.envs.terminal.loads`).
+
 A task whose work is to change the toolchain (install into the system Python, edit
 ``/root/.bashrc``) declares it: ``audit = false`` or ``audit_exclude = [paths]``.
 """
@@ -182,6 +187,16 @@ def findings(
     return sorted(tampered), sorted(metadata)
 
 
+def noted(entries: list[dict[str, Any]], toolchain: Toolchain) -> list[str]:
+    """What changed under the toolchain's noted paths (``changed /etc/ld.so.cache``)."""
+    found = set()
+    for entry in entries:
+        path = posixpath.normpath(str(entry["Path"]))
+        if "__pycache__" not in path and any(a in toolchain.noted for a in _ancestry(path)):
+            found.add(f"{_KINDS.get(int(entry['Kind']), 'changed')} {path}")
+    return sorted(found)
+
+
 async def _survivors(sandbox: Sandbox, base: Baseline) -> list[str]:
     """Processes still running that were not the sandbox's own (zombies aside); a
     process just killed may take a moment to go, so it is asked again for ~2 s."""
@@ -270,11 +285,16 @@ async def _change_list(sandbox: Sandbox) -> list[dict[str, Any]]:
 
 
 async def check(
-    sandbox: Sandbox, base: Baseline, exclude: Iterable[str] = (), stopped: bool = True
+    sandbox: Sandbox,
+    base: Baseline,
+    exclude: Iterable[str] = (),
+    stopped: bool = True,
+    notes: list[str] | None = None,
 ) -> str:
     """Audit the container after the agent's processes were stopped (``stopped=False``:
     a task that keeps them, whose processes are then not looked for); how it was
     checked (``"ctime"``, or ``"change list"`` for an image without GNU ``find``).
+    ``notes`` gets what changed under the noted paths.
 
     Raises:
         TamperError: The toolchain changed (each path with what happened to it), or a
@@ -291,6 +311,8 @@ async def check(
     else:
         entries, how = await _change_list(sandbox), "change list"
     tampered, metadata = findings(entries, toolchain, exclude)
+    if notes is not None:
+        notes.extend(noted(entries, toolchain))
     for directory in metadata:
         try:
             text = (await sandbox.read_file(f"{directory}/entry_points.txt")).decode(

@@ -8,7 +8,10 @@ call, or a limit (its time: the task's agent timeout unless the suite sets one) 
 it, the tests run as :mod:`gem_eval.envs.terminal.grader` describes and their reward is
 the episode's. Before the agent's first command, the verifier's toolchain is recorded
 (:mod:`gem_eval.envs.terminal.audit`); if it changed by grading time, the episode ends
-``tampered`` (scored 0) instead of running the tests.
+``tampered`` (scored 0) instead of running the tests. The tests then run traced
+(:mod:`gem_eval.envs.terminal.tracer`): if they executed or loaded code the agent wrote
+outside its work (:mod:`gem_eval.envs.terminal.loads`), the episode ends ``tampered``
+and their reward is dropped.
 
 ``path`` is one task directory; in a suite it may also be a directory of tasks, which
 the suite loader expands into one task each (``<task id>/<directory name>``).
@@ -21,8 +24,9 @@ from pathlib import Path
 from typing import Any
 
 from gem_eval.envs.hosted import EpisodeResources, ExpandedTask, HostedEnv
-from gem_eval.envs.terminal import audit, grader, verifier
+from gem_eval.envs.terminal import audit, grader, loads, tracer, verifier
 from gem_eval.envs.terminal.layout import find_tasks, is_task_dir, load_task
+from gem_eval.errors import TamperError
 from gem_eval.records import SandboxSpec, ToolSpec
 from gem_eval.sandbox.base import Sandbox
 
@@ -136,18 +140,48 @@ class TerminalEnv(HostedEnv):
         base = self._baseline
         launch = None
         audited = "off"
+        notes: list[str] = []
         if self.protect_verifier:
             if base is None:
                 raise RuntimeError("the verifier's toolchain was not recorded (asetup)")
+            launch = verifier.plan(self.task, base.toolchain)
             if self.task.audit:
                 how = await audit.check(
-                    sandbox, base, self.task.audit_exclude, stopped=self.stop_agent_processes
+                    sandbox,
+                    base,
+                    self.task.audit_exclude,
+                    stopped=self.stop_agent_processes,
+                    notes=notes,
                 )
                 audited = f"passed ({how})"
-            launch = verifier.plan(self.task, base.toolchain)
+                launch.trace = await self._trace(base, notes)
         reward, info = await grader.run_tests(sandbox, self.task, launch)
+        report = info.pop("trace", None)
+        if base is not None and report is not None:
+            tampered, more = await loads.judge(report, base.toolchain, self.task, sandbox)
+            if tampered:
+                raise TamperError(tampered)
+            notes += more
+            untraced = report.untraced
+            audited = audited[:-1] + (f"; not traced: {untraced})" if untraced else ", traced)")
         info = {"task": self.task.name, "layout": self.task.layout, "audit": audited, **info}
+        if notes:  # kept short: a large install is one line per package or program
+            more = [f"... {len(notes) - 50} more"] if len(notes) > 50 else []
+            info["audit_notes"] = notes[:50] + more
         return reward, info
+
+    async def _trace(self, base: audit.Baseline, notes: list[str]) -> tracer.Trace | None:
+        """How the tests are traced (``None``, and a note: no tracer for this engine)."""
+        from gem_eval.sandbox import docker_launch
+
+        engine = await docker_launch.engine()
+        binary = await asyncio.to_thread(tracer.binary, engine.os, engine.arch)
+        if binary is None:
+            notes.append(f"not traced: no tracer for {engine.os}/{engine.arch} on this machine")
+            return None
+        quiet = [verifier.HOME, grader.VERIFIER_DIR]
+        sites = sorted(base.toolchain.sites)
+        return tracer.Trace(binary, base.since, self.task.workdir, grader.TESTS_DIR, quiet, sites)
 
     async def asolve(self) -> str:
         return await grader.run_solution(await self.sandbox(), self.task)

@@ -9,7 +9,8 @@
    saw them.
 4. Run the test script as root with its own timeout, in the environment and shell that
    :mod:`~gem_eval.envs.terminal.verifier` describes, its output to a log file (read
-   whole, so a long log cannot push pytest's summary out of a capped stream).
+   whole, so a long log cannot push pytest's summary out of a capped stream), under the
+   trace (:mod:`~gem_eval.envs.terminal.tracer`) when the launch has one.
 5. Read the result: pytest's summary (TB1) or ``/logs/verifier/reward.*`` (TB2).
 """
 
@@ -19,7 +20,7 @@ import asyncio
 import shlex
 from typing import Any
 
-from gem_eval.envs.terminal import keystrokes, verifier
+from gem_eval.envs.terminal import keystrokes, tracer, verifier
 from gem_eval.envs.terminal.audit import WORK_PREFIX
 from gem_eval.envs.terminal.layout import TerminalTask
 from gem_eval.envs.terminal.results import parse_pytest, parse_reward, pytest_reward
@@ -88,11 +89,18 @@ async def run_tests(
         argv, env = ["sh", "-c", f"bash {script} > {log} 2>&1"], {**task.verifier_env}
     else:
         argv, env = verifier.command(launch, script, log), launch.env
+        if launch.trace is not None:
+            await launch.trace.install(sandbox)
+            argv = launch.trace.command(argv)
     result = await sandbox.exec(
         argv, timeout=task.test_timeout_s, user="root", cwd=task.workdir, env=env
     )
     output = await _read_text(sandbox, log)
     info: dict[str, Any] = {"test_exit_code": result.exit_code, "test_output": output[-TAIL_CHARS:]}
+    if launch is not None and launch.trace is not None:
+        report = tracer.parse(result.stdout)
+        report.cut = report.cut and not result.timed_out  # a timeout scores 0 anyway
+        info["trace"] = report  # for the env to judge (and take out)
     if result.timed_out:
         return 0.0, {
             **info,

@@ -75,6 +75,26 @@ then
   done
 fi
 [ -e /etc/ld.so.preload ] && say preload "$(sha256sum /etc/ld.so.preload | cut -d' ' -f1)"
+# The loader's cache and configuration: an ldconfig is ordinary work (apt runs it); what
+# the tests then load is traced. Listed, so the record says what changed.
+for p in /etc/ld.so.cache /etc/ld.so.conf /etc/ld.so.conf.d; do say noted "$p"; done
+# What the image runs and loads by name: a new file of one of these names takes its place.
+ifs=$IFS; IFS=:
+for d in $PATH; do
+  [ -d "$d" ] || continue
+  for f in "$d"/*; do [ -e "$f" ] || [ -L "$f" ] && say program "${f##*/}"; done
+done
+IFS=$ifs
+for d in /lib /lib64 /usr/lib /usr/lib64 /usr/local/lib /lib/*-linux-* /usr/lib/*-linux-* \
+         /usr/local/lib/*-linux-*; do
+  [ -d "$d" ] || continue
+  for f in "$d"/*.so "$d"/*.so.*; do [ -e "$f" ] || [ -L "$f" ] && say library "${f##*/}"; done
+done
+if command -v ldconfig >/dev/null 2>&1; then
+  ldconfig -p 2>/dev/null | while read -r name rest; do
+    case $rest in *"=> /"*) say library "$name"; p=${rest##*=> }; say library "${p##*/}" ;; esac
+  done
+fi
 for py in $pythons; do "$py" -I -B - 2>/dev/null <<'PY'
 import os, site, sys
 

@@ -6,9 +6,14 @@ run will use: the commands the test scripts and the grader run (as resolved on
 way, a script's interpreter, the shared libraries they load), every Python on
 ``PATH`` (its interpreter, standard library, ``site-packages``, and what would change
 its ``sys.path``: ``pyvenv.cfg``, ``._pth``, landmark directories), files the scripts
-``source``, the shell start-up files, pytest's configuration above ``/tests`` and
-``/etc/ld.so.preload``. It lists every path under them, and it records the image's
-GNU ``find`` (with its loader and libraries, by hash) for the audit to run later.
+``source``, the shell start-up files, pytest's configuration above ``/tests``,
+``/etc/ld.so.preload`` and what makes libc, PAM and OpenSSL load modules by name
+(``nsswitch.conf``, ``pam.d``, ``openssl.cnf``). It lists every path under them and
+under the loader's cache and configuration (changes there are noted, not tampering), the
+names of the commands on ``PATH`` and of the libraries the loader can find (a new file of
+such a name takes the image's place: :mod:`~gem_eval.envs.terminal.loads`), and it
+records the image's GNU ``find`` (with its loader and libraries, by hash) for the audit
+to run later.
 
 Nothing stays in the container; the result is kept host-side, once per image and task
 (a container's files are its image's until the agent acts).
@@ -43,6 +48,13 @@ STARTUP_FILES = (
     "/root/.bashrc",
     "/root/.bash_logout",
     "/etc/ld.so.preload",
+    # what makes libc, su and Python's ssl load modules by name (NSS, PAM, OpenSSL)
+    "/etc/nsswitch.conf",
+    "/etc/pam.conf",
+    "/etc/pam.d",
+    "/etc/security",
+    "/etc/ssl/openssl.cnf",
+    "/usr/lib/ssl/openssl.cnf",
     # pytest reads these above /tests when it is not confined to /tests
     "/conftest.py",
     "/pytest.ini",
@@ -137,8 +149,13 @@ class Toolchain:
         tools: Where each command name resolved (``bash`` -> ``/usr/bin/bash``).
         caches: Tool caches the image ships (``UV_CACHE_DIR`` -> path); others are
             fresh for the verifier, so none of the agent's entries can be reused.
-        listing: Every path under ``sealed`` and ``sites`` (no byte-code caches).
+        listing: Every path under ``sealed``, ``sites`` and ``noted`` (no byte-code
+            caches).
         checker: The audit's ``find`` (``None``: the image has no GNU ``find``).
+        noted: Paths whose changes are reported, not tampering (the loader's cache and
+            configuration: what the tests then load is traced).
+        programs: Names of the commands on ``PATH``.
+        libraries: Names of the shared libraries in the loader's directories and cache.
     """
 
     environ: dict[str, str] = field(default_factory=dict)
@@ -149,10 +166,13 @@ class Toolchain:
     caches: dict[str, str] = field(default_factory=dict)
     listing: set[str] = field(default_factory=set)
     checker: Checker | None = None
+    noted: set[str] = field(default_factory=set)
+    programs: set[str] = field(default_factory=set)
+    libraries: set[str] = field(default_factory=set)
 
     @property
     def roots(self) -> list[str]:
-        return sorted(self.sealed | self.sites)
+        return sorted(self.sealed | self.sites | self.noted)
 
 
 def script_words(texts: Iterable[str]) -> tuple[set[str], set[str], set[str]]:
@@ -238,8 +258,13 @@ def parse(output: str) -> Toolchain:
                     found.environ[key] += "\n" + entry
             continue
         kind, _, rest = line.partition(" ")
-        if kind in ("sealed", "site") and rest.startswith("/"):
-            (found.sealed if kind == "sealed" else found.sites).add(posixpath.normpath(rest))
+        if kind in ("sealed", "site", "noted") and rest.startswith("/"):
+            roots = {"sealed": found.sealed, "site": found.sites, "noted": found.noted}[kind]
+            roots.add(posixpath.normpath(rest))
+        elif kind == "program":
+            found.programs.add(rest)
+        elif kind == "library":
+            found.libraries.add(rest)
         elif kind == "module":
             found.modules.add(rest)
         elif kind == "tool":
@@ -258,6 +283,7 @@ def parse(output: str) -> Toolchain:
         elif kind == "preload":
             preload = rest
     found.sealed -= found.sites
+    found.noted -= found.sealed
     if "find" in checker and "timeout" in checker:
         found.checker = Checker(
             find=checker["find"][0],

@@ -38,6 +38,7 @@ from pathlib import Path
 
 from gem_eval.envs.terminal.layout import TerminalTask
 from gem_eval.envs.terminal.toolchain import Toolchain
+from gem_eval.envs.terminal.tracer import Trace
 from gem_eval.sandbox.base import Sandbox
 
 TESTS_DIR = "/tests"
@@ -67,6 +68,7 @@ class Launch:
         restore: What the tests' own processes get back (``None``: unset).
         files: Files written before the run (path -> content).
         bash: The shell that runs the script (resolved before the agent began).
+        trace: How the run is traced (``None``: untraced).
     """
 
     env: dict[str, str]
@@ -74,6 +76,7 @@ class Launch:
     restore: dict[str, str | None]
     files: dict[str, bytes]
     bash: str
+    trace: Trace | None = None
 
 
 def pytest_config(tests: Path | None) -> str | None:

@@ -1,0 +1,253 @@
+"""The test run's trace: what the verifier's processes executed and loaded, as it happened.
+
+The integrity audit (:mod:`~gem_eval.envs.terminal.audit`) checks, before the tests run,
+a list of paths decided in advance. The trace checks what the test run actually used:
+``gem-eval-trace`` (:data:`SOURCE`, a static C program compiled once per machine with the
+host's C compiler and cached, as the container's init is) starts the test script under
+``ptrace`` with a ``seccomp`` filter that stops only ``open``, ``openat``, ``openat2``,
+``execve`` and ``execveat``, follows every process and thread it starts, and writes a
+line for each file one of them executed or opened for reading whose ctime falls in the
+agent's time (after the baseline, before the trace began): the program and every
+symbolic link on the way to it, a script's interpreters, the executable the kernel ran
+and its ELF interpreter (both loaded by the kernel, never opened), every file opened,
+shared libraries however the loader found them included. Files the test run wrote
+itself are newer than its start; the tests, the verifier's own directory and ``/proc``
+are not reported, nor the agent's work directory beyond what could take a module's name.
+
+The lines go to the host through the exec's output (the traced processes never hold that
+stream) and each is written before the process that opened the file goes on, by a
+program no process in the container can trace: code the agent planted cannot take back
+the line that names it. :mod:`~gem_eval.envs.terminal.loads` judges them.
+
+When the container refuses ``ptrace`` (a seccomp profile without it) or no binary can be
+made (no C compiler or static libc, an engine of another architecture), the tests run
+untraced and the record says so (``audit: passed (ctime; not traced: ...)``).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import shutil
+import subprocess
+import sys
+import tarfile
+import tempfile
+import threading
+import uuid
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from gem_eval.cache import CacheEntry, CacheError, cache_dir
+from gem_eval.errors import SandboxError
+from gem_eval.sandbox.base import Sandbox
+
+SOURCE = Path(__file__).with_name("trace.c")
+PREFIX = "/tmp/gem-eval-audit-"
+"""The program's fresh directory (a random name follows; the grader's clean-up removes
+it with the audit's)."""
+LIMIT = 200
+"""Findings written at most (then ``O``): the host's copy of the exec's output is capped."""
+_FLAGS = ("-static", "-Os", "-s")
+_lock = threading.Lock()
+_built: dict[str, bytes | None] = {}
+
+
+@dataclass(frozen=True)
+class Finding:
+    """One line of the trace: a file the agent wrote that the test run used.
+
+    Attributes:
+        kind: ``x`` executed, ``i`` a script's interpreter, ``e`` the executable the
+            kernel ran, ``l`` its ELF interpreter, ``s`` a symbolic link on the way,
+            ``o`` opened for reading, ``p`` under a site directory's top-level entry.
+        flags: ``b`` the process had read the tests or the work directory since its
+            exec, ``a`` one of its ancestors had, ``n`` it runs a program the agent wrote,
+            ``S``/``P`` opened by a shell/a Python, ``E``/``H`` an ELF/a ``#!`` script,
+            ``C``/``D`` (site entries) code or data.
+        ctime: The file's change time.
+        path: The file (``p``: the site entry).
+        extra: A link's target; for ``p``, the file opened.
+    """
+
+    kind: str
+    flags: str
+    ctime: float
+    path: str
+    extra: str = ""
+
+
+@dataclass
+class Report:
+    """The trace of one test run.
+
+    Attributes:
+        findings: Its lines, in order.
+        failures: What it could not follow (``ptrace``: refused, the run was untraced).
+        cut: It stopped before the end (more findings than :data:`LIMIT`, output cut,
+            or the program killed).
+        status: The test script's exit status (``None``: not seen).
+    """
+
+    findings: list[Finding] = field(default_factory=list)
+    failures: list[str] = field(default_factory=list)
+    cut: bool = False
+    status: int | None = None
+
+    @property
+    def untraced(self) -> str | None:
+        """Why the run was not traced at all (``None``: it was)."""
+        refused = [f for f in self.failures if f.split(" ")[0] in ("ptrace", "seccomp")]
+        return f"{refused[0].split(' ')[0]} refused" if refused else None
+
+
+def _unescape(text: str) -> str:
+    if "\\x" not in text:
+        return text
+    raw = bytearray()
+    i = 0
+    data = text.encode("utf-8", "surrogateescape")
+    while i < len(data):
+        if data[i : i + 2] == b"\\x" and i + 4 <= len(data):
+            raw.append(int(data[i + 2 : i + 4], 16))
+            i += 4
+        else:
+            raw.append(data[i])
+            i += 1
+    return raw.decode("utf-8", "surrogateescape")
+
+
+def parse(output: str) -> Report:
+    """Read the program's output (a line that is none of its own marks the report cut:
+    nothing but the program writes there)."""
+    report = Report()
+    lines = output.split("\n")
+    if lines and lines[-1] == "":
+        lines.pop()
+    for line in lines:
+        if line.startswith("T "):
+            continue
+        if line.startswith("R\t"):
+            parts = line.split("\t")
+            if len(parts) != 6:
+                report.cut = True
+                continue
+            _, kind, flags, ctime, path, extra = parts
+            try:
+                stamp = float(ctime)
+            except ValueError:
+                report.cut = True
+                continue
+            report.findings.append(Finding(kind, flags, stamp, _unescape(path), _unescape(extra)))
+        elif line.startswith("F\t"):
+            report.failures.append(line[2:])
+        elif line.startswith("E "):
+            try:
+                report.status = int(line[2:])
+            except ValueError:
+                report.cut = True
+        else:  # "O" (too many findings), the cap's note, or anything else
+            report.cut = True
+    if report.status is None:
+        report.cut = True
+    return report
+
+
+@dataclass
+class Trace:
+    """How one test run is traced.
+
+    Attributes:
+        binary: The compiled program.
+        since: The container's clock at the baseline (the agent's time begins).
+        workdir: The agent's work directory (its work product, the tests' subject).
+        tests: Where the tests are (``/tests``).
+        quiet: Directories whose files are the verifier's own (never reported).
+        sites: Python site directories (reported by top-level entry).
+        path: Where the program is in the container (after :meth:`install`).
+    """
+
+    binary: bytes
+    since: float
+    workdir: str
+    tests: str
+    quiet: list[str]
+    sites: list[str]
+    path: str = ""
+
+    async def install(self, sandbox: Sandbox) -> None:
+        """Put the program in a fresh directory of a random name, through the engine."""
+        from gem_eval.sandbox import docker_client
+
+        container = getattr(sandbox, "container", None)
+        if container is None:
+            raise SandboxError("tracing the tests needs a Docker container")
+        directory = f"{PREFIX}{uuid.uuid4().hex}"
+        archive = io.BytesIO()
+        with tarfile.open(fileobj=archive, mode="w") as tar:
+            top = tarfile.TarInfo(directory.lstrip("/").split("/", 1)[1])
+            top.type, top.mode = tarfile.DIRTYPE, 0o700
+            tar.addfile(top)
+            info = tarfile.TarInfo(f"{top.name}/gem-eval-trace")
+            info.size, info.mode = len(self.binary), 0o755
+            tar.addfile(info, io.BytesIO(self.binary))
+        if not await docker_client.call(
+            "writing the tracer", container.put_archive, "/tmp", archive.getvalue()
+        ):
+            raise SandboxError("writing the tracer: Docker refused the archive")
+        self.path = f"{directory}/gem-eval-trace"
+
+    def command(self, argv: list[str]) -> list[str]:
+        """``argv`` run under the program (after :meth:`install`)."""
+        assert self.path, "install the tracer first"
+        options: list[str] = []
+        for directory in [*self.quiet, self.path.rsplit("/", 1)[0]]:
+            options += ["-q", directory]
+        for site in self.sites:
+            options += ["-p", site]
+        since = f"{self.since:.9f}"
+        return [self.path, since, str(LIMIT), self.workdir, self.tests, *options, "--", *argv]
+
+
+def binary(engine_os: str, engine_arch: str) -> bytes | None:
+    """The compiled program for an engine of that OS and architecture, or ``None`` when
+    this machine cannot make one. Compiled once per machine (cached); blocking."""
+    from gem_eval.sandbox.container_init import host_arch
+
+    if sys.platform != "linux" or engine_os != "linux" or engine_arch != host_arch():
+        return None
+    if engine_arch not in ("amd64", "arm64"):
+        return None
+    with _lock:
+        if engine_arch not in _built:
+            _built[engine_arch] = _compile_cached()
+        return _built[engine_arch]
+
+
+def _compile_cached() -> bytes | None:
+    from gem_eval.sandbox.container_init import host_arch
+
+    compiler = next((shutil.which(n) for n in ("cc", "gcc") if shutil.which(n)), None)
+    if compiler is None:
+        return None
+    source = SOURCE.read_text()
+    digest = hashlib.sha256(f"{source}{_FLAGS}".encode()).hexdigest()[:12]
+    path = cache_dir("init") / f"gem-eval-trace-{host_arch()}-{digest}"
+    entry = CacheEntry(path, lambda p: p.read_bytes()[:4] == b"\x7fELF")
+    try:
+        entry.ensure(lambda out: _compile(compiler, source, out))
+        return entry.path.read_bytes()
+    except (OSError, subprocess.SubprocessError, CacheError):
+        return None
+
+
+def _compile(compiler: str, source: str, out: Path) -> None:
+    with tempfile.TemporaryDirectory(prefix="gem-eval-trace-") as tmp:
+        path = Path(tmp) / "trace.c"
+        path.write_text(source)
+        subprocess.run(
+            [compiler, *_FLAGS, "-o", str(out), str(path)],
+            check=True,
+            capture_output=True,
+            timeout=120,
+        )
