@@ -112,6 +112,7 @@ def test_new_code_is_tampering_when_it_takes_a_place_or_loads_at_start_up(
     findings = [
         Finding("o", "aE", 1.0, "/usr/local/lib/libexpat.so.1"),  # the image's soname
         Finding("o", "aE", 1.0, "/usr/local/lib/libexpaX.so.1"),  # at a start-up
+        Finding("o", "baPE", 1.0, f"{LIBS}/ossl-modules/gem.so"),  # a plugin scan's find
         Finding("x", "ba", 1.0, "/usr/local/bin/sha256sum", ""),  # the image's program
         Finding("x", "", 1.0, "/usr/local/bin/early"),  # before the tests began
         Finding("s", "", 1.0, "/usr/local/bin/python3", "/bin/true"),
@@ -120,10 +121,11 @@ def test_new_code_is_tampering_when_it_takes_a_place_or_loads_at_start_up(
     tampered, notes = verdict(findings, {}, monkeypatch=monkeypatch)
     assert tampered == [
         "added /etc/bash_completion.d/extra (loaded at a program's start-up)",
+        f"added {LIBS}/ossl-modules/gem.so (a library loaded by the image's own code)",
         "added /usr/local/bin/early (run before the tests began)",
         "added /usr/local/bin/python3 (in place of the image's python3)",
         "added /usr/local/bin/sha256sum (in place of the image's sha256sum)",
-        "added /usr/local/lib/libexpaX.so.1 (loaded at a program's start-up)",
+        "added /usr/local/lib/libexpaX.so.1 (a library loaded by the image's own code)",
         "added /usr/local/lib/libexpat.so.1 (in place of the image's libexpat.so.1)",
     ]
     assert notes == []
@@ -134,7 +136,7 @@ def test_software_the_tests_ask_for_is_noted(monkeypatch: pytest.MonkeyPatch) ->
         Finding("x", "ba", 1.0, "/usr/local/bin/sha-of"),  # run by the tests
         Finding("o", "anSH", 1.0, "/usr/local/bin/sha-of"),  # read by its interpreter
         Finding("o", "anE", 1.0, f"{LIBS}/libnew.so.3"),  # loaded by a new program
-        Finding("o", "baPE", 1.0, f"{LIBS}/libpq.so.5"),  # after the process read tests
+        Finding("o", "banPE", 1.0, f"{LIBS}/libpq.so.5"),  # a new package's extension's
         Finding("o", "aP", 1.0, "/srv/report.csv"),  # data
     ]
     tampered, notes = verdict(findings, {}, monkeypatch=monkeypatch)
@@ -229,7 +231,9 @@ def test_the_probes_names_and_the_loaders_notes() -> None:
     found = parse(
         "program python3\nprogram ls\nlibrary libc.so.6\nnoted /etc/ld.so.cache\n"
         "noted /etc/ld.so.conf.d\nsealed /usr/bin/python3\n"
+        "links /usr/bin/dash libc.so.6 /lib/x86_64-linux-gnu/libc.so.6\n"
     )
+    assert found.links == {"/usr/bin/dash libc.so.6 /lib/x86_64-linux-gnu/libc.so.6"}
     assert found.programs == {"python3", "ls"} and found.libraries == {"libc.so.6"}
     assert found.noted == {"/etc/ld.so.cache", "/etc/ld.so.conf.d"}
     assert "/etc/ld.so.conf.d" in found.roots
@@ -284,6 +288,7 @@ def test_the_tracer_in_a_container() -> None:
                 " && gcc -o /opt/t/prog m.c -Wl,--dynamic-linker=/opt/t/ld.so"
                 " && printf 'int f(){return 1;}' > l.c && gcc -shared -fPIC -o libl.so l.c"
                 " && echo data > /opt/t/data.txt && echo 'x = 1' > /opt/t/mod.py"
+                " && echo after > /opt/t/after.txt"
                 " && echo 'print(1)' > /app/json.py"
             )
             await sandbox.run_root(setup, "setting files up")
@@ -298,7 +303,8 @@ def test_the_tracer_in_a_container() -> None:
                 " LD_PRELOAD=/opt/t/libl.so /bin/true;"
                 " cd /opt/t && cat data.txt > /dev/null;"
                 ' python3 -c \'import threading, sys; sys.path.insert(0, "/opt/t");'
-                ' t = threading.Thread(target=lambda: __import__("mod")); t.start(); t.join()\';'
+                ' t = threading.Thread(target=lambda: __import__("mod")); t.start(); t.join();'
+                ' open("/opt/t/after.txt").read()\';'
                 " echo new > /tmp/mine.sh; sh /tmp/mine.sh; exit 3"
             )
             argv = trace.command(["bash", "--noprofile", "--norc", "-c", script])
@@ -318,6 +324,8 @@ def test_the_tracer_in_a_container() -> None:
             assert not any(p.startswith("/app") for _, p in seen)  # never imported here
             flags = {f.path: f.flags for f in report.findings if f.kind == "o"}
             assert "E" in flags["/opt/t/libl.so"] and "P" in flags["/opt/t/mod.py"]
+            # Once a process loaded the agent's code, what it opens next may be that code's.
+            assert "n" not in flags["/opt/t/mod.py"] and "n" in flags["/opt/t/after.txt"]
         finally:
             await sandbox.close()
             env.close()

@@ -15,7 +15,12 @@ it, kept host-side). Before grading, once the agent's processes are gone, :func:
    a file's ctime on every write, rename, link or mode change, and no process can set
    it back (that takes the clock: ``CAP_SYS_TIME``, which containers lack): an edit
    with its size and mtime restored still shows. Docker's own change list compares
-   size and mtime only, so it is the fallback for images without GNU ``find``.
+   size and mtime only, so it is the fallback for images without GNU ``find``;
+4. asks the copied loader (``ld.so --list``, run by the copied ``find``) which file it
+   now finds for each library of each toolchain program: one that differs from the
+   pristine container's (an ``ldconfig`` put a library of the same name first) voids the
+   grade. The grader's own steps before the tests (``sh``, ``timeout``, ``mkdir``, ...)
+   are not traced, so nothing of the agent's may load in them.
 
 A change, addition or removal under a sealed path is tampering. Site directories are
 treated apart, since installing a package is ordinary work: a new top-level package
@@ -26,8 +31,9 @@ ignored; the verifier never reads them (``PYTHONPYCACHEPREFIX``).
 
 Changes under the loader's cache and configuration (``/etc/ld.so.cache``,
 ``ld.so.conf``, ``ld.so.conf.d``: ``ldconfig``, which every ``apt-get install`` of a
-library runs) are noted, not tampering: what the tests then load is traced
-(:mod:`~gem_eval.envs.terminal.tracer`, judged by :mod:`~gem_eval.envs.terminal.loads`).
+library runs) are noted, not tampering: what they change for the toolchain is step 4,
+and what the tests then load is traced (:mod:`~gem_eval.envs.terminal.tracer`, judged by
+:mod:`~gem_eval.envs.terminal.loads`).
 
 A task whose work is to change the toolchain (install into the system Python, edit
 ``/root/.bashrc``) declares it: ``audit = false`` or ``audit_exclude = [paths]``.
@@ -216,6 +222,13 @@ async def _survivors(sandbox: Sandbox, base: Baseline) -> list[str]:
     return found
 
 
+async def untraced(sandbox: Sandbox, base: Baseline) -> list[str]:
+    """Processes left after a traced test run that were not the sandbox's own: the trace
+    ends every process it followed, so one that is left was never followed (started
+    outside it)."""
+    return await _survivors(sandbox, base)
+
+
 async def _preload_unchanged(sandbox: Sandbox, toolchain: Toolchain) -> None:
     """``/etc/ld.so.preload`` is as the image had it (the loader reads it, even ours).
 
@@ -270,8 +283,42 @@ async def _listing(sandbox: Sandbox, toolchain: Toolchain) -> dict[str, tuple[st
     result = await sandbox.exec(argv, timeout=None, user="root", cwd="/", env=_CLEAN)
     if result.exit_code not in (0, 1):  # 1: some roots do not exist
         raise SandboxError(f"the audit's listing failed: {(result.stderr or '').strip()[-300:]}")
+    if "ld.so" in files and toolchain.links:
+        await _links_unchanged(sandbox, toolchain, [*stop, *run("find")], f"{work}/ld.so")
     # The grader removes the directory with its other leftovers (see grader.run_tests).
     return probing.parse_listing(await sandbox.read_file(out))
+
+
+async def _links_unchanged(
+    sandbox: Sandbox, toolchain: Toolchain, find: list[str], loader: str
+) -> None:
+    """The toolchain's programs (the grader's own ``sh``, ``timeout``, ``mkdir`` among
+    them, which run before the tests, untraced) load the files they loaded in the pristine
+    container: asked of the audit's copy of the loader (``--list``), which reads the
+    loader's cache and configuration as they are now (an ``ldconfig`` may have put a
+    library before theirs).
+
+    Raises:
+        TamperError: One of them would load another file.
+    """
+    tools = sorted({line.split(" ")[0] for line in toolchain.links})
+    argv = [*find, *tools, "-maxdepth", "0", "-printf", "@@ %p\n"]
+    argv += ["-exec", loader, "--list", "{}", ";"]
+    result = await sandbox.exec(argv, timeout=None, user="root", cwd="/", env=_CLEAN)
+    now: set[str] = set()
+    tool = ""
+    for line in result.stdout.splitlines():
+        if line.startswith("@@ "):
+            tool = line[3:]
+        elif "=>" in line and tool:
+            soname, _, rest = line.strip().partition(" => ")
+            now.add(f"{tool} {soname} {rest.rsplit(' (', 1)[0]}")
+    moved = sorted(
+        f"the loader now finds {line.split(' ')[1]} for {line.split(' ')[0]} elsewhere"
+        for line in toolchain.links - now
+    )
+    if moved:
+        raise TamperError(moved)
 
 
 async def _change_list(sandbox: Sandbox) -> list[dict[str, Any]]:

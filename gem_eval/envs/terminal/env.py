@@ -159,6 +159,9 @@ class TerminalEnv(HostedEnv):
         report = info.pop("trace", None)
         if base is not None and report is not None:
             tampered, more = await loads.judge(report, base.toolchain, self.task, sandbox)
+            if self.stop_agent_processes and not report.untraced:
+                left = await audit.untraced(sandbox, base)
+                tampered += [f"a process outside the trace ran during the tests: {c}" for c in left]
             if tampered:
                 raise TamperError(tampered)
             notes += more

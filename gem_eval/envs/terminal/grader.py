@@ -92,9 +92,15 @@ async def run_tests(
         if launch.trace is not None:
             await launch.trace.install(sandbox)
             argv = launch.trace.command(argv)
-    result = await sandbox.exec(
-        argv, timeout=task.test_timeout_s, user="root", cwd=task.workdir, env=env
-    )
+    kept = sandbox.output_limit
+    if launch is not None and launch.trace is not None:  # the findings, whole
+        sandbox.output_limit = max(kept, tracer.OUTPUT_LIMIT)
+    try:
+        result = await sandbox.exec(
+            argv, timeout=task.test_timeout_s, user="root", cwd=task.workdir, env=env
+        )
+    finally:
+        sandbox.output_limit = kept
     output = await _read_text(sandbox, log)
     info: dict[str, Any] = {"test_exit_code": result.exit_code, "test_output": output[-TAIL_CHARS:]}
     if launch is not None and launch.trace is not None:

@@ -19,10 +19,13 @@ used. :func:`judge` reads each line so:
   the same content (a mode or owner changed) is noted; other content is tampering;
 * **a new file** is tampering when it takes the place of a program, library or module the
   image had (the same name), or when a process loaded it at its start-up, before it read
-  the tests or the work directory (an interpreter's start-up hook, a preloaded or
-  configured library, a shell's start-up file) unless the process runs a program the agent
-  wrote; a program is tampering when nothing that had read the tests ran it. Otherwise it
-  is software the agent installed that the tests asked for by its name: noted.
+  the tests or the work directory (an interpreter's start-up hook, a shell's start-up
+  file), unless the process already runs code of the agent's; a new shared library must
+  be asked for by code of the agent's (a new program, a new package's extension: then it
+  is that code's own), not by the image's own code (a preload, the loader's
+  configuration, a plugin scan); a program is tampering when nothing that had read the
+  tests ran it. Otherwise it is software the agent installed that the tests asked for by
+  its name: noted.
 * **a new package in a site directory** follows the audit's rule (not a start-up hook,
   not a module that was importable, no pytest plugin) and must be imported after the
   process read the tests or the work directory (Debian's ``sitecustomize`` imports
@@ -189,6 +192,10 @@ def _new_file(finding: Finding, toolchain: Toolchain) -> str | None:
     flags = finding.flags
     if finding.kind in ("x", "i", "e", "l") and not ({"a", "b"} & set(flags)):
         return f"added {finding.path} (run before the tests began)"
+    if finding.kind == "o" and "E" in flags and "n" not in flags:
+        # A library no code of the agent's asked for: preloaded, configured, or found by
+        # a plugin scan of the image's own code (a new program's libraries are its own).
+        return f"added {finding.path} (a library loaded by the image's own code)"
     if finding.kind == "o" and not ({"b", "n"} & set(flags)):
         return f"added {finding.path} (loaded at a program's start-up)"
     return None

@@ -39,6 +39,11 @@ examine() {  # an executable: its links, its interpreter if a script, its librar
     case $interp in /*) examine "$interp" ;; esac
   fi
   libraries "$real" | while read -r name lib; do hops "$lib"; done
+  # which file the loader finds for each library, asked again before the tests (an
+  # ldconfig must not have put another first)
+  command -v ldd >/dev/null 2>&1 && ldd "$real" 2>/dev/null | while read -r a b c d; do
+    case $c in /*) say links "$real $a $c" ;; esac
+  done
 }
 resolve() {  # a command name: where it would appear on PATH, and where it is
   local d r found ifs
@@ -78,6 +83,11 @@ fi
 # The loader's cache and configuration: an ldconfig is ordinary work (apt runs it); what
 # the tests then load is traced. Listed, so the record says what changed.
 for p in /etc/ld.so.cache /etc/ld.so.conf /etc/ld.so.conf.d; do say noted "$p"; done
+# What makes iconv load modules by name.
+for d in /usr/lib/*/gconv /usr/lib/gconv /usr/lib64/gconv; do
+  [ -d "$d" ] || continue
+  for p in "$d/gconv-modules" "$d/gconv-modules.d" "$d/gconv-modules.cache"; do say sealed "$p"; done
+done
 # What the image runs and loads by name: a new file of one of these names takes its place.
 ifs=$IFS; IFS=:
 for d in $PATH; do

@@ -8,8 +8,9 @@ way, a script's interpreter, the shared libraries they load), every Python on
 its ``sys.path``: ``pyvenv.cfg``, ``._pth``, landmark directories), files the scripts
 ``source``, the shell start-up files, pytest's configuration above ``/tests``,
 ``/etc/ld.so.preload`` and what makes libc, PAM and OpenSSL load modules by name
-(``nsswitch.conf``, ``pam.d``, ``openssl.cnf``). It lists every path under them and
-under the loader's cache and configuration (changes there are noted, not tampering), the
+(``nsswitch.conf``, ``gconv-modules``, ``pam.d``, ``openssl.cnf``). It lists every path
+under them and under the loader's cache and configuration (changes there are noted, not
+tampering), the
 names of the commands on ``PATH`` and of the libraries the loader can find (a new file of
 such a name takes the image's place: :mod:`~gem_eval.envs.terminal.loads`), and it
 records the image's GNU ``find`` (with its loader and libraries, by hash) for the audit
@@ -48,7 +49,8 @@ STARTUP_FILES = (
     "/root/.bashrc",
     "/root/.bash_logout",
     "/etc/ld.so.preload",
-    # what makes libc, su and Python's ssl load modules by name (NSS, PAM, OpenSSL)
+    # what makes libc, su and Python's ssl load modules by name (NSS, PAM, OpenSSL; the
+    # probe adds iconv's gconv-modules)
     "/etc/nsswitch.conf",
     "/etc/pam.conf",
     "/etc/pam.d",
@@ -156,6 +158,8 @@ class Toolchain:
             configuration: what the tests then load is traced).
         programs: Names of the commands on ``PATH``.
         libraries: Names of the shared libraries in the loader's directories and cache.
+        links: What the loader finds for each program above (``/usr/bin/dash libc.so.6
+            /lib/x86_64-linux-gnu/libc.so.6``).
     """
 
     environ: dict[str, str] = field(default_factory=dict)
@@ -169,6 +173,7 @@ class Toolchain:
     noted: set[str] = field(default_factory=set)
     programs: set[str] = field(default_factory=set)
     libraries: set[str] = field(default_factory=set)
+    links: set[str] = field(default_factory=set)
 
     @property
     def roots(self) -> list[str]:
@@ -265,6 +270,8 @@ def parse(output: str) -> Toolchain:
             found.programs.add(rest)
         elif kind == "library":
             found.libraries.add(rest)
+        elif kind == "links" and rest.count(" ") >= 2:
+            found.links.add(rest)
         elif kind == "module":
             found.modules.add(rest)
         elif kind == "tool":

@@ -16,7 +16,8 @@
    reading, p a new or changed file under a site directory's top-level entry (path: that
    entry; extra: the file).
    flags: b the process had read the tests or the work directory since its exec (its own
-   work had begun); a it descends from one that had; n it runs a program the agent wrote;
+   work had begun); a it descends from one that had; n it runs a program the agent wrote
+   or has loaded code of the agent's;
    S/P opened by a shell/a Python; X opened with O_CLOEXEC (as libc and the loader open
    their files; a shell opens a script it runs or sources without); E/H the file starts
    as an ELF/a script ("#!"); C/D (site entries) a file Python or the loader would run /
@@ -349,14 +350,20 @@ static void group_flags(const struct group *g, char *flags) {
     if (g->newprog) strcat(flags, "n");
 }
 
-/* Report a file (already stat-ed) where it lies. Returns whether it was the agent's. */
+/* Report a file (already stat-ed) where it lies. Returns 1 when it was the agent's, 3
+   when it was the agent's code opened (the process then runs the agent's code: what it
+   loads next may be that code's own). */
 static int report(char kind, const char *base_flags, const struct stat *st, const char *path,
                   const char *extra, pid_t tid) {
     if (!agents(st)) return 0;
     const char *site = 0;
     int w = where(path, &site);
     if (w == W_QUIET) return 0;
-    if (w == W_WORK && (kind != 'o' || !work_module(path))) return 1;
+    if (w == W_WORK && (kind != 'o' || !work_module(path))) {
+        char head[8] = "";
+        if (kind == 'o') magic(path, head);
+        return kind == 'o' && (head[0] || code_name(path)) ? 3 : 1;
+    }
     char flags[32];
     snprintf(flags, sizeof flags, "%s", base_flags);
     if (w == W_SITE) {
@@ -372,9 +379,10 @@ static int report(char kind, const char *base_flags, const struct stat *st, cons
         key.st_dev = key.st_ino = 0; /* one line per entry and flags */
         char head[8] = "";
         magic(path, head);
-        strcat(flags, code_name(path) || head[0] == 'E' ? "C" : "D");
+        int code = code_name(path) || head[0] == 'E';
+        strcat(flags, code ? "C" : "D");
         record('p', flags, &key, top, path);
-        return 1;
+        return code ? 3 : 1;
     }
     if (kind == 'o') {
         int fd = extra ? (int)proc_op(P_OPEN, tid, extra, 0, 0) : -1;
@@ -382,9 +390,10 @@ static int report(char kind, const char *base_flags, const struct stat *st, cons
         else magic(path, flags);
         opener(tid, flags);
         extra = 0;
-    } else if (kind != 's') {
-        magic(path, flags);
+        record(kind, flags, st, path, extra);
+        return strpbrk(flags, "EH") || code_name(path) ? 3 : 1;
     }
+    if (kind != 's') magic(path, flags);
     record(kind, flags, st, path, extra);
     return 1;
 }
@@ -519,7 +528,7 @@ static void on_open(pid_t tid, long fd) {
         fail("unreadable-open", tid);
         return;
     }
-    report('o', flags, &st, resolved, fdpath[0] ? fdpath : 0, tid);
+    if (report('o', flags, &st, resolved, fdpath[0] ? fdpath : 0, tid) == 3) g->newprog = 1;
     if (under(resolved, testsdir) || (workdir[0] && under(resolved, workdir))) g->begun = 1;
 }
 

@@ -46,8 +46,10 @@ SOURCE = Path(__file__).with_name("trace.c")
 PREFIX = "/tmp/gem-eval-audit-"
 """The program's fresh directory (a random name follows; the grader's clean-up removes
 it with the audit's)."""
-LIMIT = 200
-"""Findings written at most (then ``O``): the host's copy of the exec's output is capped."""
+LIMIT = 2000
+"""Findings written at most (then ``O``)."""
+OUTPUT_LIMIT = 4 * 1024 * 1024
+"""Bytes of the traced exec's output kept (the findings; a sandbox keeps 64 KiB)."""
 _FLAGS = ("-static", "-Os", "-s")
 _lock = threading.Lock()
 _built: dict[str, bytes | None] = {}
