@@ -1,11 +1,14 @@
 """What a terminal or MCP episode costs besides the model: image lookup, container start,
-setup (MCP: starting the service and its server), grading, removal.
+setup (MCP: starting the service and its server), grading, removal; and what the grading
+integrity protections cost a terminal episode (the toolchain's baseline in setup, the
+audit and the traced test run in grading) against the same episode unprotected.
 
 Run: .venv/bin/python bench/task_overhead.py [--repeats 5]
 
 Prints median seconds per phase over the repeats and ratios measured in this run:
-a cached image lookup against a cold build of the same context, and each phase
-against the container start (the unit every episode pays once).
+a cached image lookup against a cold build of the same context, each phase against the
+container start (the unit every episode pays once), and the protected terminal episode's
+setup + grade against the unprotected one's (the runs alternate, so load falls on both).
 """
 
 from __future__ import annotations
@@ -63,10 +66,13 @@ async def episode(env_id: str, path: Path, **kwargs: object) -> dict[str, float]
         await hosted.asolve()  # type: ignore[attr-defined]
         times["solve (oracle)"] = time.perf_counter() - began
         began = time.perf_counter()
-        reward, _ = await hosted.afinish()  # type: ignore[attr-defined]
+        reward, info = await hosted.afinish()  # type: ignore[attr-defined]
         times["grade"] = time.perf_counter() - began
         if reward != 1.0:
             raise BenchError(f"{path}: the oracle scored {reward}")
+        protected = kwargs.get("protect_verifier", True)
+        if env_id.startswith("terminal:") and protected != info["audit"].endswith("traced)"):
+            raise BenchError(f"{path}: audit {info['audit']!r} with protect_verifier={protected}")
         for kit, tools in opened:
             await kit.release(tools)
             await kit.aclose()
@@ -105,6 +111,23 @@ def report(name: str, runs: list[dict[str, float]]) -> None:
         print(f"  {phase:22s} {seconds:7.3f}  x{seconds / start:5.2f}")
 
 
+def protection_cost(protected: list[dict[str, float]], bare: list[dict[str, float]]) -> str:
+    """The grading protections' cost: setup + grade, protected against unprotected."""
+
+    def work(runs: list[dict[str, float]]) -> float:
+        return statistics.median(r["setup + tools open"] + r["grade"] for r in runs)
+
+    def episode_total(runs: list[dict[str, float]]) -> float:
+        return statistics.median(sum(r.values()) for r in runs)
+
+    extra = work(protected) - work(bare)
+    return (
+        f"\nprotections (baseline + audit + traced tests): setup + grade x"
+        f"{work(protected) / work(bare):.2f} the unprotected ({extra:+.2f} s per episode); "
+        f"whole episode x{episode_total(protected) / episode_total(bare):.2f}"
+    )
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--repeats", type=int, default=5)
@@ -113,11 +136,23 @@ def main() -> None:
     print(
         f"task image: cold build {cold:.2f} s, cached lookup {cached:.3f} s: x{cold / cached:.0f}"
     )
-    terminal = [
-        asyncio.run(episode("terminal:Task-v0", TERMINAL, image_map={"python:3*": BASE}))
-        for _ in range(args.repeats)
-    ]
+    terminal: list[dict[str, float]] = []
+    unprotected: list[dict[str, float]] = []
+    for _ in range(args.repeats):
+        for runs, protect in ((terminal, True), (unprotected, False)):
+            runs.append(
+                asyncio.run(
+                    episode(
+                        "terminal:Task-v0",
+                        TERMINAL,
+                        image_map={"python:3*": BASE},
+                        protect_verifier=protect,
+                    )
+                )
+            )
     report("terminal (TB2 fixture)", terminal)
+    report("terminal, unprotected (no baseline, audit or trace)", unprotected)
+    print(protection_cost(terminal, unprotected))
     for service, path in MCP_TASKS.items():
         runs = [asyncio.run(episode("mcp:Task-v0", path)) for _ in range(args.repeats)]
         report(f"mcp {service} ({path.parent.name}/{path.name})", runs)

@@ -27,6 +27,10 @@ StepResult = tuple[str, float, bool, bool, dict[str, Any]]
 ResetResult = tuple[str, dict[str, Any]]
 """``(observation, info)`` as returned by :meth:`Env.reset`."""
 
+MAX_SEED = 2**32 - 1
+"""The largest base seed a run takes (``--seed``, a suite's ``defaults.seed``): what
+seeded libraries such as numpy take, and what the results index stores with room to spare."""
+
 
 class Env(ABC):
     """A text environment for LLM agents.

@@ -101,13 +101,22 @@ def load_rows(source: Dataset, *, base_dirs: Sequence[Path]) -> list[Row]:
     else:
         path = _find(source.path, base_dirs)
         shown = _shown(path)
-        if fmt == "jsonl":
-            rows = _read_jsonl(path, shown)
-        elif fmt == "csv":
-            with path.open(newline="", encoding="utf-8") as fh:
-                rows = [dict(row) for row in csv.DictReader(fh)]
-        else:
-            rows = _read_parquet(path)
+        try:
+            if fmt == "jsonl":
+                rows = _read_jsonl(path, shown)
+            elif fmt == "csv":
+                with path.open(newline="", encoding="utf-8") as fh:
+                    rows = [dict(row) for row in csv.DictReader(fh)]
+            else:
+                rows = _read_parquet(path)
+        except (UnicodeDecodeError, csv.Error) as exc:
+            raise DatasetError(f"not a {fmt} file: {exc}", path=shown) from None
+        except (ValueError, OSError) as exc:  # pyarrow's ArrowInvalid is a ValueError
+            if fmt != "parquet":
+                raise
+            raise DatasetError(
+                f"not a Parquet file: {str(exc).split('. ')[0]}", path=shown
+            ) from None
     if not rows:
         raise DatasetError(f"dataset {source.path!r} has no rows")
     return map_fields(rows, source.fields) if source.fields else rows

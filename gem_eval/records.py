@@ -166,6 +166,12 @@ class SidecarSpec(BaseModel):
     cpus: float | None = None
     pids: int | None = None
 
+    @model_validator(mode="after")
+    def _has_an_image(self) -> SidecarSpec:
+        if self.image is None and self.build is None:
+            raise ValueError(f"sidecar {self.name!r} needs an image or a build directory")
+        return self
+
 
 class SandboxSpec(BaseModel):
     """``sandbox:``: where a task's tools run (see :mod:`gem_eval.sandbox`).

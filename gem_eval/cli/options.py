@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -10,6 +11,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
+from gem_eval.core import MAX_SEED
 from gem_eval.errors import UserError
 from gem_eval.registry.source import DEFAULT_REGISTRY as DEFAULT_REGISTRY
 from gem_eval.registry.source import ENV_VAR as REGISTRY_ENV
@@ -18,14 +20,28 @@ if TYPE_CHECKING:
     from gem_eval.records import TokenPrice
     from gem_eval.store import Index
 
+Seed = Annotated[int | None, typer.Option(min=0, max=MAX_SEED, help="Base seed of the samples.")]
+
 RESULTS_ENV = "GEM_EVAL_RESULTS"
 DEFAULT_RESULTS_DIR = Path("results")
+
+_NAME_MAX = 255
+"""Bytes a file name may hold on the file systems results live on (ext4, xfs, btrfs)."""
+
+
+def _results_dir(value: Path) -> Path:
+    """A results directory whose name the system can look up (else no command can)."""
+    if any(len(os.fsencode(part)) > _NAME_MAX for part in value.parts):
+        raise typer.BadParameter(f"a folder name in it is longer than {_NAME_MAX} bytes")
+    return value
+
 
 ResultsDir = Annotated[
     Path,
     typer.Option(
         "--results-dir",
         envvar=RESULTS_ENV,
+        callback=_results_dir,
         help="The results directory (run directories and index.sqlite).",
     ),
 ]

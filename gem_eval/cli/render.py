@@ -15,6 +15,10 @@ if TYPE_CHECKING:
     from gem_eval.trajectory import Trajectory
 
 console = Console(highlight=False)
+# Rich fixes the width at COLUMNS as it was when the console was made (this module's
+# import); unset, the width is read at each print: COLUMNS as it is when a command runs
+# (a command run in-process, as tests and notebooks do, by `gem_eval.cli.main`).
+console._width = None
 
 
 def print_whole(table: Table, drop: Sequence[str] = ()) -> None:

@@ -28,6 +28,7 @@ from gem_eval.cli.options import (
     Registry,
     ResultsDir,
     SampleIds,
+    Seed,
     TaskGlobs,
     agent_override,
     check_executor,
@@ -77,7 +78,7 @@ def run(
     sample: SampleIds = None,
     category: Categories = None,
     epochs: Annotated[int | None, typer.Option(help="Attempts per sample (pass@k).")] = None,
-    seed: Annotated[int | None, typer.Option(help="Base seed of the samples.")] = None,
+    seed: Seed = None,
     max_turns: Annotated[int | None, typer.Option(help="Model calls per episode.")] = None,
     agent: AgentName = None,
     concurrency: Annotated[
@@ -350,19 +351,21 @@ def play_suite(
         return run_id, idle
     live = not quiet and sys.stderr.isatty()
     progress: Any = LiveProgress() if live else PlainProgress()
-    render.console.print(
-        f"run [bold]{run_id}[/]: suite {plan.manifest.suite}, "
-        f"{len(plan.todo)} episodes to play ({sum(plan.done.values())} done) -> {plan.run_dir.path}"
-    )
-    for line in _model_lines(plan.manifest.models):
-        render.console.print(line, markup=False, soft_wrap=True)
     if plan.manifest.extra["options"].get("sandbox") == "local-unsafe":
         render.console.print(
             "[bold yellow]warning:[/] --sandbox local-unsafe runs the agent's code with NO "
             "isolation (your files, your network)"
         )
-    progress.start(dict(plan.totals), dict(plan.done))
-    render.prepare_run_summary()
+
+    def ready() -> None:  # set up: the run starts (one that cannot start only says why)
+        render.console.print(
+            f"run [bold]{run_id}[/]: suite {plan.manifest.suite}, {len(plan.todo)} episodes "
+            f"to play ({sum(plan.done.values())} done) -> {plan.run_dir.path}"
+        )
+        for line in _model_lines(plan.manifest.models):
+            render.console.print(line, markup=False, soft_wrap=True)
+        progress.start(dict(plan.totals), dict(plan.done))
+        render.prepare_run_summary()
 
     async def main() -> Any:
         import signal
@@ -375,7 +378,12 @@ def play_suite(
             print(f"[gem-eval] {line}", file=sys.stderr, flush=True)
 
         return await execute_run(
-            plan, sinks=[progress], log=log, on_ray=on_ray, ray_address=request.ray_address
+            plan,
+            sinks=[progress],
+            log=log,
+            on_ray=on_ray,
+            ray_address=request.ray_address,
+            on_ready=ready,
         )
 
     try:

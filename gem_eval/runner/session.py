@@ -58,10 +58,13 @@ async def execute_run(
     log: Callable[[str], None] | None = None,
     ray_address: str | None = None,
     on_ray: bool = False,
+    on_ready: Callable[[], None] | None = None,
 ) -> RunSummary:
     """Play the planned episodes, writing each record as it finishes; ``log`` hears
     what is done before the first episode (each image built). ``on_ray``: on the nodes
-    of a Ray cluster (``ray_address``; see :mod:`gem_eval.runner.ray_executor`)."""
+    of a Ray cluster (``ray_address``; see :mod:`gem_eval.runner.ray_executor`).
+    ``on_ready`` is called once the run is set up (models started, images built), before
+    anything is written: a run that cannot be set up has not started."""
     manifest = plan.manifest
     options = RunOptions(**manifest.extra["options"])
     factory = model_factory or functools.partial(
@@ -104,6 +107,8 @@ async def execute_run(
         executor.check(tasks)
         await executor.start(manifest.models)
         await executor.prepare(tasks)
+        if on_ready is not None:
+            on_ready()
     except BaseException:
         await _release(executor, cache)
         raise
@@ -251,7 +256,11 @@ def default_model_factory(spec: ModelSpec, concurrency: int | None = None) -> An
     """
     from gem_eval.models import RetryPolicy, get_model
     from gem_eval.models.factory import api_key_from_env
+    from gem_eval.models.reference import REFERENCE_MODELS
 
+    # A reference agent calls nothing and a local model its own server: no key to read
+    # (an --api-key-env given for every model is not theirs to miss).
+    keyless = spec.name in REFERENCE_MODELS or spec.name.startswith("local/")
     policy = RetryPolicy()
     if spec.max_retries is not None:
         policy = replace(policy, max_retries=spec.max_retries)
@@ -260,7 +269,7 @@ def default_model_factory(spec: ModelSpec, concurrency: int | None = None) -> An
     return get_model(
         spec.name,
         base_url=spec.base_url,
-        api_key=api_key_from_env(spec.name, spec.base_url, spec.api_key_env),
+        api_key=None if keyless else api_key_from_env(spec.name, spec.base_url, spec.api_key_env),
         backend=spec.backend,
         retry=policy,
         concurrency=spec.max_connections or concurrency,

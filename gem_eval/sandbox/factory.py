@@ -90,7 +90,11 @@ def _image(
         return image if key is None else _built_or_named(spec.image_map[key], log)
     context = Path(build)
     dockerfile = context / dockerfile_name
-    if not dockerfile.is_file():
+    try:
+        found = dockerfile.is_file()
+    except OSError as exc:  # a name the system refuses (too long)
+        raise UserError(f"{dockerfile}: {exc.strerror}") from None
+    if not found:
         raise UserError(f"{dockerfile}: no such Dockerfile")
     needed = {matching_key(base, spec.image_map) for base in base_images(dockerfile.read_text())}
     image_map = {
@@ -130,6 +134,12 @@ def check_available(spec: SandboxSpec) -> None:
                     else "build or load it first (no registry is used)"
                 )
                 raise SandboxUnavailableError(f"Docker image {image!r} not found: {hint}") from None
+            except errors.APIError as exc:
+                if exc.status_code != 400:
+                    raise
+                raise SandboxUnavailableError(
+                    f"Docker image {image!r} is no image name: {exc.explanation}"
+                ) from None
     elif spec.type == "local" and not spec.unsafe and shutil.which("bwrap") is None:
         raise SandboxUnavailableError(
             "bubblewrap (bwrap) is not installed: apt-get install bubblewrap, or set "

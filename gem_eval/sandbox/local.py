@@ -166,18 +166,21 @@ class LocalSandbox(Sandbox):
         return str(Path("/tmp") / host.relative_to(root / "tmp"))
 
     def _preexec(self) -> None:  # runs in the child between fork and exec
-        limits = [
-            (resource.RLIMIT_AS, self.memory_mb and self.memory_mb * 1024 * 1024),
-            (resource.RLIMIT_CPU, self.cpu_seconds),
-            (resource.RLIMIT_FSIZE, self.max_file_mb and self.max_file_mb * 1024 * 1024),
-        ]
-        for which, value in limits:
-            if value:
-                resource.setrlimit(which, (value, value))
         # A process started with SIGINT ignored (gem-eval run from a script's background
         # job) would pass that on, and a timed-out command could not be interrupted:
         # the sandbox's processes start with SIGINT's default action, as in a container.
         signal.signal(signal.SIGINT, signal.SIG_DFL)
+        limits = [
+            (resource.RLIMIT_CPU, self.cpu_seconds),
+            (resource.RLIMIT_FSIZE, self.max_file_mb and self.max_file_mb * 1024 * 1024),
+            (resource.RLIMIT_AS, self.memory_mb and self.memory_mb * 1024 * 1024),
+        ]
+        pairs = [(which, (value, value)) for which, value in limits if value]
+        # The address-space limit last, with nothing left to allocate: this child is a copy
+        # of gem-eval's process, often larger than the limit (litellm loaded), so Python
+        # could not allocate after it ("Exception occurred in preexec_fn", now and then).
+        for which, pair in pairs:
+            resource.setrlimit(which, pair)
 
     def _env(self, env: dict[str, str] | None) -> dict[str, str]:
         home = self.workdir

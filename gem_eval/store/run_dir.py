@@ -45,13 +45,16 @@ def check_root(root: str | os.PathLike[str]) -> None:
     """Refuse, before a run is planned, a results directory no run can be made in.
 
     Raises:
-        UserError: ``root`` (or a folder on its path) is a file, or the nearest folder
-            that exists cannot be written.
+        UserError: ``root`` (or a folder on its path) is a file, the nearest folder that
+            exists cannot be written, or a folder to make has a name too long.
     """
     path = Path(root)
     for folder in (path, *path.parents):
-        if not folder.exists():
-            continue
+        try:
+            if not folder.exists():
+                continue
+        except OSError as exc:  # a name the system refuses (too long)
+            raise UserError(f"results directory {str(path)!r}: {exc.strerror}") from None
         if not folder.is_dir():
             what = "is a file" if folder == path else f"cannot be made: {str(folder)!r} is a file"
             raise UserError(
@@ -60,6 +63,12 @@ def check_root(root: str | os.PathLike[str]) -> None:
             )
         if not os.access(folder, os.W_OK | os.X_OK):
             raise UserError(f"results directory {str(path)!r}: {str(folder)!r} is not writable")
+        longest = os.pathconf(folder, "PC_NAME_MAX")
+        for part in path.parts[len(folder.parts) :]:  # the folders still to make
+            if len(os.fsencode(part)) > longest:
+                raise UserError(
+                    f"results directory {str(path)!r}: a folder name longer than {longest} bytes"
+                )
         return
 
 
@@ -107,7 +116,10 @@ class RunDir:
         if not is_valid_run_id(manifest.run_id):
             raise UserError(f"invalid run id {manifest.run_id!r}")
         root = Path(root)
-        root.mkdir(parents=True, exist_ok=True)
+        try:
+            root.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise StoreWriteError(root, exc) from exc
         try:
             (root / manifest.run_id).mkdir()
         except FileExistsError:

@@ -15,7 +15,8 @@ from gem_eval.errors import UserError
 
 _TIME_FORMAT = "%Y-%m-%dT%H-%M-%S"
 _UNSAFE = re.compile(r"[^A-Za-z0-9_.]+")
-_VALID = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.\-]*")
+_VALID = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.\-]{0,199}")
+"""A directory name: at most 200 characters (file systems take 255 bytes)."""
 RESERVED_IDS = frozenset({"latest"})
 """Names that stand for a run rather than name one (``--resume latest``)."""
 
@@ -49,12 +50,13 @@ def check_run_id(run_id: str) -> str:
     """Return ``run_id`` if it can name a run directory, else raise.
 
     Raises:
-        UserError: The id is empty, reserved (``latest``), or holds characters other than
-            letters, digits, ``_``, ``.`` and ``-`` (or starts with ``.`` or ``-``).
+        UserError: The id is empty, reserved (``latest``), longer than 200 characters, or
+            holds characters other than letters, digits, ``_``, ``.`` and ``-`` (or starts
+            with ``.`` or ``-``).
     """
     if not is_valid_run_id(run_id):
         raise UserError(
-            f"invalid run id {run_id!r}: use letters, digits, '_', '.' and '-' "
+            f"invalid run id {run_id!r}: use up to 200 letters, digits, '_', '.' and '-' "
             "(not starting with '.' or '-'), and not 'latest'"
         )
     return run_id

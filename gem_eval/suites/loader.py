@@ -9,6 +9,7 @@ Errors are :class:`~gem_eval.suites.schema.SuiteError`: one line, ``file:line: f
 
 from __future__ import annotations
 
+import errno
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -53,7 +54,7 @@ def find_suite(path_or_name: str | Path, search_dirs: Sequence[str | Path] | Non
     """
     text = str(path_or_name)
     for path in (Path(text), bundled_root() / text):
-        if path.is_file():
+        if _is_file(path):
             return path
     known = list_suites(search_dirs)
     if Path(text).suffix in (".yaml", ".yml") or "/" in text:
@@ -62,6 +63,14 @@ def find_suite(path_or_name: str | Path, search_dirs: Sequence[str | Path] | Non
         return known[text]
     hint = did_you_mean(text, known) or (f" Known: {', '.join(known)}." if known else "")
     raise SuiteError(f"unknown suite {text!r}.{hint}")
+
+
+def _is_file(path: Path) -> bool:
+    """Whether ``path`` is a file; ``False`` for a name the system refuses (too long)."""
+    try:
+        return path.is_file()
+    except OSError:
+        return False
 
 
 def load_suite(
@@ -124,7 +133,15 @@ def _load(
         fetched = fetch_dataset(str(path_or_name), registry)  # no suite file: a dataset
         suite = _load_doc(family_doc(fetched), problems, registry)
         return None if suite is None else dataset_suite(suite, fetched)
-    return _load_doc(read_yaml(path, collect=problems.collect), problems, registry)
+    doc = read_yaml(path, collect=problems.collect)
+    try:
+        return _load_doc(doc, problems, registry)
+    except OSError as exc:  # a path it names that the system refuses to look up
+        if exc.errno != errno.ENAMETOOLONG:
+            raise
+        shown = str(exc.filename)
+        shown = shown if len(shown) <= 60 else shown[:57] + "..."
+        raise doc.error((), f"a path it names is too long for this system: {shown!r}") from None
 
 
 def _load_doc(doc: YamlDoc, problems: Problems, registry: str | None) -> Suite | None:

@@ -55,6 +55,8 @@ def model_specs(entries: list[str | ModelEntry], doc: YamlDoc, loc: Loc) -> list
     for index, entry in enumerate(entries):
         at: Loc = (*loc, index)
         if isinstance(entry, str):
+            if not entry.strip():
+                raise doc.error(at, "a model needs a name")
             entry = ModelEntry(name=entry)
         else:
             at = (*at, "name")
@@ -97,7 +99,11 @@ def load_models_file(path: str | Path) -> list[ModelSpec]:
     Raises:
         SuiteError: No such file, or an entry that does not validate (``file:line: ...``).
     """
-    if not Path(path).is_file():
+    try:
+        found = Path(path).is_file()
+    except OSError as exc:  # a name the system refuses (too long)
+        raise SuiteError(f"models file {str(path)!r}: {exc.strerror}") from None
+    if not found:
         raise SuiteError(f"models file {str(path)!r} not found")
     doc = read_yaml(Path(path))
     parsed = doc.validate(ModelsFile)

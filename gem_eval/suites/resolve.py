@@ -109,6 +109,8 @@ def _resolve(
     registry: str | None,
 ) -> Resolved:
     layers = list(base)
+    if values.get("file") is None:
+        values.pop("file", None)  # `file: null` names no task file
     if "file" in values:
         found = _task_file(values.pop("file"), doc, loc, problems)
         if found is None:
@@ -119,6 +121,8 @@ def _resolve(
             stem = found[0].doc.path.stem
     layers.append(Layer(doc, loc, values))
     merged = merge_layers([layer.values for layer in layers])
+    if merged.get("dataset") is None:
+        merged.pop("dataset", None)  # `dataset: null`: no dataset, as `limits:`'s nulls
     sound = not unsure & {"env", "file", "args", "dataset"}
     named = not unsure & {"id", "file", "dataset"}
     if "env" not in merged and not unsure & {"env", "file"}:
@@ -198,6 +202,12 @@ def _env(
     """The task's env (``None``: none, or unknown: a problem), its factory and the
     parameters it takes (``None``: cannot tell)."""
     if "env" not in merged:
+        return None, None, None
+    if not isinstance(merged["env"], str) or not merged["env"].strip():
+        env_doc, env_loc = origin(layers, "env")
+        problems.add(
+            env_doc.error(env_loc, "env: needs an env id (`gem-eval envs list` lists them)")
+        )
         return None, None, None
     try:
         env_spec = spec(merged["env"])

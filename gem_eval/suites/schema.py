@@ -31,6 +31,7 @@ from typing import Any, Literal, Union, get_args, get_origin
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
+from gem_eval.core import MAX_SEED
 from gem_eval.datasets import Dataset
 from gem_eval.errors import UserError, did_you_mean
 from gem_eval.judge import JudgeSpec
@@ -135,7 +136,7 @@ class TaskFields(_Strict):
 class Defaults(TaskFields):
     """``defaults:``: task keys, plus the suite's base ``seed``."""
 
-    seed: int | None = None
+    seed: int | None = Field(default=None, ge=0, le=MAX_SEED)
 
 
 class TaskFile(TaskFields):

@@ -27,15 +27,19 @@ from gem_eval.suites.selection import Selection
 _MERGED_KEYS = ("limits", "generation", "args", "sandbox")
 _AGENT_KEYS = {"agent", "agent_max_turns"}
 """Who plays a task, left out of what its samples are (:meth:`Suite.digest`)."""
+MAX_EPISODES = 1_000_000
+"""The most episodes one run may hold: more is a typo (``--epochs 10000000``) that would
+take minutes and gigabytes to plan, not a run."""
 
 
 def merge_layers(layers: Sequence[dict[str, Any]]) -> dict[str, Any]:
-    """Task keys from several places, lowest first: ``limits``, ``generation`` and
-    ``args`` merge key by key, ``tags`` accumulate, any other key replaces."""
+    """Task keys from several places, lowest first: ``limits``, ``generation``, ``args``
+    and ``sandbox`` merge key by key, ``tags`` accumulate, any other key replaces (as
+    ``sandbox: null`` does: no sandbox of the layers below)."""
     out: dict[str, Any] = {}
     for values in layers:
         for key, value in values.items():
-            if key in _MERGED_KEYS and key in out:
+            if key in _MERGED_KEYS and isinstance(out.get(key), dict) and isinstance(value, dict):
                 out[key] = {**out[key], **value}
             elif key == "tags" and key in out:
                 out[key] = list(dict.fromkeys([*out[key], *value]))
@@ -149,8 +153,8 @@ class Suite:
                 a kept sample keeps its index, seed and key.
 
         Raises:
-            SuiteError: Two models share a name, ``limit`` or ``epochs`` is below 1, or
-                ``overrides`` does not validate.
+            SuiteError: Two models share a name, ``limit`` or ``epochs`` is below 1,
+                ``overrides`` does not validate, or more than :data:`MAX_EPISODES`.
             UserError: A part of ``select`` matches nothing.
         """
         names = [m.name for m in models]
@@ -162,12 +166,24 @@ class Suite:
         if select:
             select.check([p[0] for p in plan], {p[0].id: p[1] for p in plan})
             plan = [p for p in plan if select.keeps_task(p[0])]
+        kept = {
+            task.id: [s for s in select.samples if s < samples]
+            if select and select.samples
+            else range(samples)
+            for task, samples, _, _ in plan
+        }
+        # Counted, not measured: len() of a range past sys.maxsize overflows.
+        count = {i: k.stop if isinstance(k, range) else len(k) for i, k in kept.items()}
+        total = len(models) * sum(count[task.id] * n for task, _, n, _ in plan)
+        if total > MAX_EPISODES:
+            raise SuiteError(
+                f"the run would play {total:,} episodes, more than {MAX_EPISODES:,}: fewer "
+                "samples (--limit, --sample), epochs (--epochs) or models, or several runs"
+            )
         out: list[EpisodeSpec] = []
         for model in models:
-            for task, samples, task_epochs, rows in plan:
-                for sample in range(samples):
-                    if select and not select.keeps_sample(sample):
-                        continue
+            for task, _, task_epochs, rows in plan:
+                for sample in kept[task.id]:
                     kwargs = dict(rows[sample]) if rows else {}
                     for epoch in range(task_epochs):
                         key = EpisodeSpec.make_key(model.name, task.id, sample, epoch)

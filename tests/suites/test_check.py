@@ -4,6 +4,7 @@ file, one line each with its file, line and field, before any run."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import subprocess
 import textwrap
 from pathlib import Path
@@ -252,6 +253,10 @@ def test_every_bundled_suite_checks_clean_without_starting_anything(
     def refuse(*args: Any, **kwargs: Any) -> Any:
         raise AssertionError(f"a check started a process: {args[:1]}")
 
+    # Importing reasoning_gym imports matplotlib, which on a machine that never ran it
+    # scans the system's fonts (fc-list) once: a library's import, not the check's doing.
+    with contextlib.suppress(ImportError):
+        import matplotlib.font_manager  # noqa: F401
     monkeypatch.setattr(subprocess.Popen, "__init__", refuse)
     monkeypatch.setattr(asyncio, "create_subprocess_exec", refuse)
     suite, problems = check_file(name)
