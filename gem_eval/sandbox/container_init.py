@@ -42,20 +42,11 @@ namespace's init, picks it (measured: the container stopped, ``OOMKilled``).
 
 from __future__ import annotations
 
-import hashlib
 import io
-import os
-import platform
-import shutil
-import subprocess
-import sys
 import tarfile
-import tempfile
-import threading
 import time
-from pathlib import Path
 
-from gem_eval.cache import CacheEntry, CacheError, cache_dir
+from gem_eval.sandbox.static_program import StaticProgram
 
 PATH = "/.gem-eval-init"
 """Where the binary lives in the container (copied in before each start)."""
@@ -99,16 +90,7 @@ SHELL_SCRIPT = (
 """The fallback keep-alive, run as ``/bin/sh -c``: blocks in ``read`` on a FIFO it holds
 open for writing too (so never at end of file), without forking."""
 
-_GO_ARCH = {"x86_64": "amd64", "amd64": "amd64", "aarch64": "arm64", "arm64": "arm64"}
-_FLAGS = ("-static", "-Os", "-s")
-_lock = threading.Lock()
-_built: dict[str, bytes | None] = {}
-
-
-def host_arch() -> str:
-    """This machine's architecture, named as Docker names it (``amd64``, ``arm64``)."""
-    machine = platform.machine().lower()
-    return _GO_ARCH.get(machine, machine)
+_PROGRAM = StaticProgram("gem-eval-init", SOURCE)
 
 
 def binary(engine_os: str, engine_arch: str) -> bytes | None:
@@ -118,13 +100,7 @@ def binary(engine_os: str, engine_arch: str) -> bytes | None:
     Compiled once per machine (cached, see :mod:`gem_eval.cache`) and once read per
     process. Blocking: call it in a thread.
     """
-    if sys.platform != "linux" or engine_os != "linux" or engine_arch != host_arch():
-        return None
-    key = f"{engine_os}/{engine_arch}"
-    with _lock:
-        if key not in _built:
-            _built[key] = _compile_cached()
-        return _built[key]
+    return _PROGRAM.binary(engine_os, engine_arch)
 
 
 def archive(data: bytes) -> bytes:
@@ -136,41 +112,3 @@ def archive(data: bytes) -> bytes:
         info.size, info.mode, info.mtime = len(data), 0o755, int(time.time())
         tar.addfile(info, io.BytesIO(data))
     return buffer.getvalue()
-
-
-def _compiler() -> str | None:
-    for name in (os.environ.get("CC", ""), "cc", "gcc"):
-        found = shutil.which(name) if name else None
-        if found:
-            return found
-    return None
-
-
-def _compile_cached() -> bytes | None:
-    compiler = _compiler()
-    if compiler is None:
-        return None
-    digest = hashlib.sha256(f"{SOURCE}{_FLAGS}".encode()).hexdigest()[:12]
-    entry = CacheEntry(cache_dir("init") / f"gem-eval-init-{host_arch()}-{digest}", _is_elf)
-    try:
-        entry.ensure(lambda path: _compile(compiler, path))
-        return entry.path.read_bytes()
-    except (OSError, subprocess.SubprocessError, CacheError):
-        return None  # no static libc, say: the shell keep-alive serves
-
-
-def _compile(compiler: str, out: Path) -> None:
-    with tempfile.TemporaryDirectory(prefix="gem-eval-init-") as tmp:
-        source = Path(tmp) / "init.c"
-        source.write_text(SOURCE)
-        subprocess.run(
-            [compiler, *_FLAGS, "-o", str(out), str(source)],
-            check=True,
-            capture_output=True,
-            timeout=120,
-        )
-
-
-def _is_elf(path: Path) -> bool:
-    with path.open("rb") as file:
-        return file.read(4) == b"\x7fELF"

@@ -23,6 +23,7 @@ from gem_eval.models import Message, ModelOutput, ScriptedModel, tool_call
 from gem_eval.sandbox import container_init, docker_launch, docker_rescue, engine
 from gem_eval.sandbox.docker import DockerSandbox
 from gem_eval.sandbox.local import LocalSandbox
+from gem_eval.sandbox.static_program import host_arch
 from gem_eval.tools.bash import BashTool
 from tests.conftest import IN_CI
 from tests.fakes import FakeEnv
@@ -57,7 +58,7 @@ def init(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> Ite
     """Which keep-alive the containers of the test get."""
     if request.param == "sh":
         monkeypatch.setattr(container_init, "binary", lambda os_, arch: None)
-    elif container_init.binary("linux", container_init.host_arch()) is None and not IN_CI:
+    elif container_init.binary("linux", host_arch()) is None and not IN_CI:
         pytest.skip("no C compiler with a static libc here: only the sh keep-alive runs")
     yield request.param
 
@@ -169,7 +170,7 @@ def test_the_compiled_init_cannot_be_traced() -> None:
     )
 
     async def scenario() -> None:
-        if container_init.binary("linux", container_init.host_arch()) is None and not IN_CI:
+        if container_init.binary("linux", host_arch()) is None and not IN_CI:
             pytest.skip("no C compiler with a static libc here")
         async with started("gem-eval-init") as box:
             traced = await box.exec(["python3", "-c", attach], user="root")
@@ -360,4 +361,4 @@ def test_kill_all_in_bubblewrap_stays_inside(local_box: LocalSandbox, user: str)
 
 def _any_init() -> str:
     """The keep-alive a sandbox gets here by default."""
-    return "gem-eval-init" if container_init.binary("linux", container_init.host_arch()) else "sh"
+    return "gem-eval-init" if container_init.binary("linux", host_arch()) else "sh"

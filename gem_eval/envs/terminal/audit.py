@@ -43,10 +43,8 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
-import io
 import posixpath
 import re
-import tarfile
 import uuid
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -57,6 +55,7 @@ from gem_eval.envs.terminal.layout import TerminalTask
 from gem_eval.envs.terminal.toolchain import Toolchain
 from gem_eval.errors import SandboxError, TamperError
 from gem_eval.sandbox.base import Sandbox
+from gem_eval.sandbox.static_program import put_programs
 
 LISTING_TIMEOUT_S = 120
 WORK_PREFIX = "/tmp/gem-eval-audit-"
@@ -247,7 +246,6 @@ async def _preload_unchanged(sandbox: Sandbox, toolchain: Toolchain) -> None:
 async def _listing(sandbox: Sandbox, toolchain: Toolchain) -> dict[str, tuple[str, float, str]]:
     """List the toolchain with verified copies of the image's ``find`` (see the module
     docstring), from a fresh directory no process of the agent's can know."""
-    from gem_eval.sandbox import docker_client
 
     container = _container(sandbox)
     if container is None:
@@ -256,20 +254,7 @@ async def _listing(sandbox: Sandbox, toolchain: Toolchain) -> dict[str, tuple[st
     await _preload_unchanged(sandbox, toolchain)
     files = toolchain.checker.files
     work = f"{WORK_PREFIX}{uuid.uuid4().hex}"
-    archive = io.BytesIO()
-    with tarfile.open(fileobj=archive, mode="w") as tar:
-        top = tarfile.TarInfo(work.lstrip("/").split("/", 1)[1])
-        top.type, top.mode = tarfile.DIRTYPE, 0o700
-        tar.addfile(top)
-        for name, data in files.items():
-            info = tarfile.TarInfo(f"{top.name}/{name}")
-            info.size, info.mode = len(data), 0o755
-            tar.addfile(info, io.BytesIO(data))
-    # Put in place by the engine, not by a program in the container.
-    if not await docker_client.call(
-        "writing the audit's programs", container.put_archive, "/tmp", archive.getvalue()
-    ):
-        raise SandboxError("writing the audit's programs: Docker refused the archive")
+    await put_programs(container, work, files, "writing the audit's programs")
 
     def run(program: str) -> list[str]:
         if "ld.so" not in files:  # static programs

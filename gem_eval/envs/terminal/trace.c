@@ -215,10 +215,8 @@ static void fail(const char *what, long pid) {
 
 /* ---- /proc/TID, as the tracee's own user when root may not look ------------------ */
 
-/* Root without CAP_SYS_PTRACE (Docker grants none) may not read /proc/TID/{cwd,exe,fd}
-   of a process that runs as another user (runuser, su); its user may, once the process
-   is dumpable again (after its exec). */
-static int owner(pid_t tid, uid_t *uid, gid_t *gid) {
+/* A number of /proc/TID/status (name: "\nTgid:"), or -1. */
+static long status_field(pid_t tid, const char *name) {
     char path[64], buf[4096];
     snprintf(path, sizeof path, "/proc/%d/status", tid);
     int fd = open(path, O_RDONLY | O_CLOEXEC);
@@ -227,10 +225,18 @@ static int owner(pid_t tid, uid_t *uid, gid_t *gid) {
     close(fd);
     if (n <= 0) return -1;
     buf[n] = 0;
-    char *u = strstr(buf, "\nUid:"), *g = strstr(buf, "\nGid:");
-    if (!u || !g) return -1;
-    *uid = (uid_t)strtoul(u + 5, 0, 10);
-    *gid = (gid_t)strtoul(g + 5, 0, 10);
+    char *p = strstr(buf, name);
+    return p ? strtol(p + strlen(name), 0, 10) : -1;
+}
+
+/* Root without CAP_SYS_PTRACE (Docker grants none) may not read /proc/TID/{cwd,exe,fd}
+   of a process that runs as another user (runuser, su); its user may, once the process
+   is dumpable again (after its exec). */
+static int owner(pid_t tid, uid_t *uid, gid_t *gid) {
+    long u = status_field(tid, "\nUid:"), g = status_field(tid, "\nGid:");
+    if (u < 0 || g < 0) return -1;
+    *uid = (uid_t)u;
+    *gid = (gid_t)g;
     return *uid == 0 ? -1 : 0;
 }
 
@@ -631,27 +637,15 @@ static void on_exec(pid_t pid, pid_t former) {
 
 /* ---- bookkeeping -------------------------------------------------------------- */
 
-static pid_t status_field(pid_t tid, const char *name) {
-    char path[64], buf[4096];
-    snprintf(path, sizeof path, "/proc/%d/status", tid);
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0) return -1;
-    ssize_t n = read(fd, buf, sizeof buf - 1);
-    close(fd);
-    if (n <= 0) return -1;
-    buf[n] = 0;
-    char *p = strstr(buf, name);
-    return p ? (pid_t)atol(p + strlen(name)) : -1;
-}
 
 static void meet(pid_t tid) {
     if (tasks[tid].known) return;
     tasks[tid].known = 1;
-    pid_t tgid = status_field(tid, "\nTgid:");
+    pid_t tgid = (pid_t)status_field(tid, "\nTgid:");
     if (tgid <= 0 || tgid >= MAXPID) tgid = tid;
     tgid_of[tid] = tgid;
     if (tgid == tid) {
-        pid_t parent = status_field(tid, "\nPPid:");
+        pid_t parent = (pid_t)status_field(tid, "\nPPid:");
         if (parent > 0 && parent < MAXPID && tasks[parent].known) groups[tid] = groups[tgid_of[parent]];
         else memset(&groups[tid], 0, sizeof groups[tid]);
     }

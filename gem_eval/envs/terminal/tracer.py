@@ -26,21 +26,13 @@ untraced and the record says so (``audit: passed (ctime; not traced: ...)``).
 
 from __future__ import annotations
 
-import hashlib
-import io
-import shutil
-import subprocess
-import sys
-import tarfile
-import tempfile
-import threading
 import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from gem_eval.cache import CacheEntry, CacheError, cache_dir
 from gem_eval.errors import SandboxError
 from gem_eval.sandbox.base import Sandbox
+from gem_eval.sandbox.static_program import StaticProgram, put_programs
 
 SOURCE = Path(__file__).with_name("trace.c")
 PREFIX = "/tmp/gem-eval-audit-"
@@ -50,9 +42,7 @@ LIMIT = 2000
 """Findings written at most (then ``O``)."""
 OUTPUT_LIMIT = 4 * 1024 * 1024
 """Bytes of the traced exec's output kept (the findings; a sandbox keeps 64 KiB)."""
-_FLAGS = ("-static", "-Os", "-s")
-_lock = threading.Lock()
-_built: dict[str, bytes | None] = {}
+_PROGRAM = StaticProgram("gem-eval-trace", SOURCE.read_text(), arches=("amd64", "arm64"))
 
 
 @dataclass(frozen=True)
@@ -179,24 +169,12 @@ class Trace:
 
     async def install(self, sandbox: Sandbox) -> None:
         """Put the program in a fresh directory of a random name, through the engine."""
-        from gem_eval.sandbox import docker_client
-
         container = getattr(sandbox, "container", None)
         if container is None:
             raise SandboxError("tracing the tests needs a Docker container")
         directory = f"{PREFIX}{uuid.uuid4().hex}"
-        archive = io.BytesIO()
-        with tarfile.open(fileobj=archive, mode="w") as tar:
-            top = tarfile.TarInfo(directory.lstrip("/").split("/", 1)[1])
-            top.type, top.mode = tarfile.DIRTYPE, 0o700
-            tar.addfile(top)
-            info = tarfile.TarInfo(f"{top.name}/gem-eval-trace")
-            info.size, info.mode = len(self.binary), 0o755
-            tar.addfile(info, io.BytesIO(self.binary))
-        if not await docker_client.call(
-            "writing the tracer", container.put_archive, "/tmp", archive.getvalue()
-        ):
-            raise SandboxError("writing the tracer: Docker refused the archive")
+        files = {"gem-eval-trace": self.binary}
+        await put_programs(container, directory, files, "writing the tracer")
         self.path = f"{directory}/gem-eval-trace"
 
     def command(self, argv: list[str]) -> list[str]:
@@ -214,42 +192,4 @@ class Trace:
 def binary(engine_os: str, engine_arch: str) -> bytes | None:
     """The compiled program for an engine of that OS and architecture, or ``None`` when
     this machine cannot make one. Compiled once per machine (cached); blocking."""
-    from gem_eval.sandbox.container_init import host_arch
-
-    if sys.platform != "linux" or engine_os != "linux" or engine_arch != host_arch():
-        return None
-    if engine_arch not in ("amd64", "arm64"):
-        return None
-    with _lock:
-        if engine_arch not in _built:
-            _built[engine_arch] = _compile_cached()
-        return _built[engine_arch]
-
-
-def _compile_cached() -> bytes | None:
-    from gem_eval.sandbox.container_init import host_arch
-
-    compiler = next((shutil.which(n) for n in ("cc", "gcc") if shutil.which(n)), None)
-    if compiler is None:
-        return None
-    source = SOURCE.read_text()
-    digest = hashlib.sha256(f"{source}{_FLAGS}".encode()).hexdigest()[:12]
-    path = cache_dir("init") / f"gem-eval-trace-{host_arch()}-{digest}"
-    entry = CacheEntry(path, lambda p: p.read_bytes()[:4] == b"\x7fELF")
-    try:
-        entry.ensure(lambda out: _compile(compiler, source, out))
-        return entry.path.read_bytes()
-    except (OSError, subprocess.SubprocessError, CacheError):
-        return None
-
-
-def _compile(compiler: str, source: str, out: Path) -> None:
-    with tempfile.TemporaryDirectory(prefix="gem-eval-trace-") as tmp:
-        path = Path(tmp) / "trace.c"
-        path.write_text(source)
-        subprocess.run(
-            [compiler, *_FLAGS, "-o", str(out), str(path)],
-            check=True,
-            capture_output=True,
-            timeout=120,
-        )
+    return _PROGRAM.binary(engine_os, engine_arch)
