@@ -11,12 +11,15 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from enum import Enum
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
 from gem_eval.cli.options import DEFAULT_RESULTS_DIR, ResultsDir, open_index
 from gem_eval.errors import GemEvalError, UserError, did_you_mean
+
+if TYPE_CHECKING:
+    from gem_eval.metrics.compare import GateVerdict
 
 LATEST = "latest"
 
@@ -194,6 +197,23 @@ def gate(
             "incomparable (exit 3).",
         ),
     ] = False,
+    junit: Annotated[
+        Path | None,
+        typer.Option(
+            "--junit",
+            metavar="FILE",
+            help="Also write the verdict as JUnit XML: a testcase for the run's verdict and "
+            "one per task, failed where the task dropped significantly.",
+        ),
+    ] = None,
+    summary: Annotated[
+        Path | None,
+        typer.Option(
+            "--summary",
+            metavar="FILE",
+            help="Also append a Markdown summary to FILE (GitHub's $GITHUB_STEP_SUMMARY).",
+        ),
+    ] = None,
     results_dir: ResultsDir = DEFAULT_RESULTS_DIR,
 ) -> None:
     """Fail on a significant score drop from a baseline run.
@@ -210,11 +230,19 @@ def gate(
        or scorers, a new run lacking models, tasks or samples of the baseline
        (unless --allow-subset), no sample scored in both, or too many unscored
        episodes
-    4  the gate itself failed (a bug, an unreadable results index)
+    4  the gate itself failed (a bug, an unreadable results index, a --junit
+       or --summary file that could not be written)
+
+    --junit and --summary are written for exit 0, 1 and 3; a task's testcase fails
+    when the gate's rule, applied to that task's pairs alone, finds a significant drop.
     """
-    from gem_eval.metrics.compare import EXIT_CRASH, EXIT_INCOMPARABLE
+    import time
+
+    from gem_eval.metrics.compare import EXIT_CRASH, EXIT_INCOMPARABLE, GateVerdict
     from gem_eval.metrics.compare import gate as decide
 
+    started = time.perf_counter()
+    _check_report_files(junit, summary)
     if not 0 < alpha < 0.5:
         raise UserError("--alpha must lie in (0, 0.5)")
     if not 0 <= max_drop <= 1:
@@ -226,36 +254,89 @@ def gate(
         played = {base["run_id"]: len(base_frame), new["run_id"]: len(new_frame)}
         incomplete = [run for run in (base, new) if not _complete(run, played[run["run_id"]])]
         if incomplete:
-            typer.echo(f"gate INCOMPARABLE: {new['run_id']} against baseline {base['run_id']}")
-            for run in incomplete:
-                typer.echo(
-                    f"  run {run['run_id']} is {run.get('status')} with "
+            verdict = GateVerdict(
+                "incomparable",
+                EXIT_INCOMPARABLE,
+                [
+                    f"run {run['run_id']} is {run.get('status')} with "
                     f"{played[run['run_id']]}/{run.get('episodes_planned')} episodes played: "
                     "finish it (gem-eval run --resume)"
-                )
-            raise typer.Exit(EXIT_INCOMPARABLE)
-        verdict = decide(
-            base_frame,
-            new_frame,
-            max_drop=max_drop,
-            alpha=alpha,
-            max_infra_error_rate=max_infra_error_rate,
-            same_suite_hash=base.get("suite_hash") == new.get("suite_hash"),
-            allow_subset=allow_subset,
-        )
-        typer.echo(
-            f"gate {verdict.status.upper()}: {new['run_id']} against baseline {base['run_id']}"
-        )
-        for reason in verdict.reasons:
-            typer.echo(f"  {reason}")
-        if base.get("suite_hash") != new.get("suite_hash"):
-            typer.echo(
-                f"  suite hash: baseline {base.get('suite_hash')}, new {new.get('suite_hash')}"
+                    for run in incomplete
+                ],
             )
-        cmp = verdict.comparison
-        if verdict.status == "incomparable" and cmp and cmp.new_lacks_base and not allow_subset:
-            typer.echo("  --allow-subset judges the part both runs played")
+        else:
+            verdict = decide(
+                base_frame,
+                new_frame,
+                max_drop=max_drop,
+                alpha=alpha,
+                max_infra_error_rate=max_infra_error_rate,
+                same_suite_hash=base.get("suite_hash") == new.get("suite_hash"),
+                allow_subset=allow_subset,
+            )
+        lines = _verdict_lines(verdict, base, new, allow_subset, complete=not incomplete)
+        for line in lines:
+            typer.echo(line)
+        if junit is not None or summary is not None:
+            from gem_eval.metrics.gate_report import append_markdown, gate_report, write_junit
+
+            report = gate_report(
+                verdict,
+                base_frame,
+                new_frame,
+                base_run=base["run_id"],
+                new_run=new["run_id"],
+                suite=new.get("suite") or base.get("suite") or "",
+                lines=lines,
+                max_drop=max_drop,
+                alpha=alpha,
+                seconds=time.perf_counter() - started,
+            )
+            if junit is not None:
+                write_junit(report, junit)
+            if summary is not None:
+                append_markdown(report, summary)
     raise typer.Exit(verdict.exit_code)
+
+
+def _check_report_files(junit: Path | None, summary: Path | None) -> None:
+    """Refuse report files that could not be written, before the gate reads anything.
+
+    Raises:
+        UserError: A file in a missing directory, a directory, or one file for both.
+    """
+    if junit is None and summary is None:
+        return
+    from gem_eval.metrics.gate_report import check_target
+
+    for option, path in (("--junit", junit), ("--summary", summary)):
+        if path is not None:
+            check_target(path, option)
+    if junit is not None and summary is not None and junit.resolve() == summary.resolve():
+        raise UserError(f"--junit and --summary are one file, {junit}: give two")
+
+
+def _verdict_lines(
+    verdict: GateVerdict,
+    base: dict[str, Any],
+    new: dict[str, Any],
+    allow_subset: bool,
+    complete: bool,
+) -> list[str]:
+    """What the gate prints: the verdict, then why, indented."""
+    status = verdict.status.upper()
+    lines = [f"gate {status}: {new['run_id']} against baseline {base['run_id']}"]
+    lines += [f"  {reason}" for reason in verdict.reasons]
+    if not complete:
+        return lines
+    if base.get("suite_hash") != new.get("suite_hash"):
+        lines.append(
+            f"  suite hash: baseline {base.get('suite_hash')}, new {new.get('suite_hash')}"
+        )
+    cmp = verdict.comparison
+    if verdict.status == "incomparable" and cmp and cmp.new_lacks_base and not allow_subset:
+        lines.append("  --allow-subset judges the part both runs played")
+    return lines
 
 
 @contextmanager

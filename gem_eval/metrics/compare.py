@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Literal
 
 from gem_eval.metrics.coverage import Gap, count, find_gaps
+from gem_eval.metrics.drop import judge_drop
 from gem_eval.metrics.stats import McNemarResult, mcnemar, paired_bootstrap_diff
 from gem_eval.metrics.summary import prepare
 from gem_eval.records import DEFAULT_AGENT
@@ -326,7 +327,8 @@ def gate(
       ``-max_drop``; and, when every sample's score is binary, McNemar's test on samples
       agrees: more samples succeed only in base than only in new, with one-sided p-value
       (half the two-sided one) below ``alpha``. The exact test guards small samples,
-      where a bootstrap interval is too narrow.
+      where a bootstrap interval is too narrow (:func:`~gem_eval.metrics.drop.judge_drop`,
+      the rule each task of a gate report is judged by too).
     * ``pass`` (exit 0) otherwise.
 
     Which agent played each run is named after the verdict's reasons when they differ (or
@@ -369,20 +371,8 @@ def gate(
     if reasons:
         return GateVerdict("incomparable", EXIT_INCOMPARABLE, [*reasons, *notes], cmp)
 
-    summary = (
-        f"mean score {cmp.base_mean:.3f} -> {cmp.new_mean:.3f} (diff {cmp.diff:+.3f}, "
-        f"{cmp.level:.0%} CI [{cmp.ci_low:+.3f}, {cmp.ci_high:+.3f}]) over {cmp.n_pairs} pairs"
-        f" of {cmp.n_samples} samples"
-    )
-    beyond = cmp.ci_high < -max_drop
-    test = cmp.mcnemar
-    if test is not None:
-        one_sided = test.p_value / 2 if test.only_a > test.only_b else 1.0
-        beyond = beyond and one_sided < alpha
-        summary += (
-            f"; McNemar one-sided p={one_sided:.3g} ({test.only_a} samples pass only in base, "
-            f"{test.only_b} only in new)"
-        )
+    drop = judge_drop(cmp, max_drop, alpha)
+    beyond, summary = drop.significant, drop.summary
     if beyond:
         verdict = f"significant drop beyond {max_drop:g} at alpha {alpha:g}: {summary}"
         return GateVerdict("fail", EXIT_REGRESSION, [verdict, *notes], cmp)
