@@ -6,8 +6,8 @@ the fake OpenAI-compatible server (``tests/fixtures/openai_server.py --scenario 
 --tool-calls 4``) in its own process. 64 model calls are in flight at a time.
 
 * gem-eval: the installed CLI in a subprocess, ``gem-eval run --suite SUITE.yaml --model
-  openai/fake --model-base-url URL --model-backend B --concurrency N --max-connections 64
-  --quiet`` on a suite written to a temporary directory, with its runner, results store
+  openai/fake --model-base-url URL [--model-backend B] --concurrency N --max-connections
+  64 --quiet`` on a suite written to a temporary directory, with its runner, results store
   (fsynced JSONL, SQLite index), progress and default retries and timeouts. Every episode
   is admitted at once and their calls queue on the model's connection limit of 64: that
   is the schedule the ideal below assumes. (With ``--concurrency 64``, 64 episodes at a
@@ -42,7 +42,10 @@ N records, each ``completed`` and successful with score 1, 5 turns, no retries, 
 played N episodes of 5 calls and its tool outputs are that result too. Otherwise it stops
 with the reason and prints no figure.
 
-Run: ``.venv/bin/python bench/harness_overhead.py [--episodes 400] [--backend openai]
+The backends: ``default`` (no ``--model-backend``: the client a user gets without asking,
+checked in the manifest to be the direct one), ``openai`` and ``litellm``.
+
+Run: ``.venv/bin/python bench/harness_overhead.py [--episodes 400] [--backend default]
 [--quick] [--repeats 1]`` (``--quick``: the 0.1 s regime only; ``--repeats R``: each
 side R times, alternating, and each measure's best counts).
 """
@@ -191,10 +194,16 @@ def gem_eval_run(base_url: str, backend: str, episodes: int, expected: str) -> P
         results = Path(tmp) / "results"
         cmd = [str(Path(sys.executable).with_name("gem-eval")), "run", "--suite", str(suite)]
         cmd += ["--model", "openai/fake", "--model-base-url", base_url]
-        cmd += ["--model-backend", backend, "--concurrency", str(episodes)]
-        cmd += ["--max-connections", str(IN_FLIGHT), "--results-dir", str(results), "--quiet"]
+        cmd += [] if backend == "default" else ["--model-backend", backend]
+        cmd += ["--concurrency", str(episodes), "--max-connections", str(IN_FLIGHT)]
+        cmd += ["--results-dir", str(results), "--quiet"]
         command = run_command(cmd, cwd=Path(tmp))
         records = read_records(results)
+        (manifest,) = results.glob("*/manifest.json")
+        used = json.loads(manifest.read_text())["models"][0]["backend"]
+    # The default path of an openai/* model at a base URL is the direct client.
+    if used != ("openai" if backend == "default" else backend):
+        raise BenchError(f"--model-backend {backend}: the run used the {used} client")
     check_records(records, episodes, expected)
     window = max(r.finished_at for r in records) - min(r.started_at for r in records)
     return Played(command, window)
@@ -326,7 +335,10 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
     parser.add_argument("--episodes", type=int, default=400)
     parser.add_argument(
-        "--backend", action="append", choices=["openai", "litellm"], help="default: both"
+        "--backend",
+        action="append",
+        choices=["default", "openai", "litellm"],
+        help="default: all three (default: no --model-backend given)",
     )
     parser.add_argument("--quick", action="store_true", help="skip the latency-bound regime")
     parser.add_argument(
@@ -340,7 +352,7 @@ def main() -> None:
         report = asyncio.run(bare_client(args.bare, n, args.observation))
         print(json.dumps(report))
         return
-    backends = args.backend or ["openai", "litellm"]
+    backends = args.backend or ["default", "openai", "litellm"]
     calls = n * CALLS_PER_EPISODE
     expected = expected_tool_output()
     print(

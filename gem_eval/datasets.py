@@ -179,9 +179,7 @@ def _read_parquet(path: Path) -> list[Row]:
     try:
         pd = importlib.import_module("pandas")
     except ImportError:
-        raise DatasetError(
-            "reading Parquet needs pyarrow (pip install pyarrow) or pandas"
-        ) from None
+        raise DatasetError("reading Parquet needs pyarrow: pip install 'gem-eval[rl]'") from None
     frame = pd.read_parquet(path)
     return [dict(row) for row in frame.to_dict(orient="records")]
 

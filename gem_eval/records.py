@@ -14,9 +14,10 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import BaseModel, Field, PrivateAttr, model_validator
+from pydantic import BaseModel, Field, PrivateAttr, field_validator, model_validator
 
 from gem_eval.judge import JudgeSpec, JudgeVerdict
+from gem_eval.models.backends import default_backend
 from gem_eval.outcomes import Outcome, is_scored
 from gem_eval.trajectory import Trajectory
 
@@ -65,17 +66,31 @@ class ModelSpec(BaseModel):
             its value); ``None``: the provider's usual variable.
         price: What its tokens cost, as the user gave it (over litellm's price);
             ``None``: litellm's price, if any.
+        backend: The client its calls go through (``openai``: the direct one;
+            ``litellm``); not given: :func:`~gem_eval.models.backends.default_backend`
+            of its name and base URL, fixed when the spec is made (a manifest keeps it).
     """
 
     name: str
     base_url: str | None = None
-    backend: str = "litellm"
+    backend: str = ""
     args: dict[str, Any] = Field(default_factory=dict)
     max_retries: int | None = None
     timeout_s: float | None = None
     max_connections: int | None = Field(default=None, ge=1)
     api_key_env: str | None = None
     price: TokenPrice | None = None
+
+    @field_validator("backend", mode="before")
+    @classmethod
+    def _no_backend(cls, value: Any) -> Any:
+        return "" if value is None else value
+
+    @model_validator(mode="after")
+    def _backend(self) -> ModelSpec:
+        if not self.backend:
+            self.backend = default_backend(self.name, self.base_url)
+        return self
 
 
 class LimitsSpec(BaseModel):

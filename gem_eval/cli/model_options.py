@@ -57,8 +57,10 @@ ModelBackends = Annotated[
     typer.Option(
         "--model-backend",
         metavar="NAME",
-        help="litellm, or openai (the direct client, for compatible servers). After a "
-        "--model: that model's; before the first: every model's.  [default: litellm]",
+        help="openai (the direct client: OpenAI and any OpenAI-compatible server) or "
+        "litellm (every provider). After a --model: that model's; before the first: every "
+        "model's.  [default: openai for openai/*, hosted_vllm/*, local/* and any model "
+        "with --model-base-url; else litellm]",
     ),
 ]
 

@@ -267,7 +267,7 @@ def run_request(
 ) -> RunRequest:
     """The request of ``run`` (or ``rollout``) from its parsed options: one-line errors
     for a bad sandbox, backend or executor before anything else."""
-    from gem_eval.models.factory import BACKENDS
+    from gem_eval.models.backends import BACKENDS
     from gem_eval.runner.request import RunRequest
 
     if options.get("sandbox") not in (None, "docker", "local", "local-unsafe"):

@@ -179,7 +179,9 @@ class JSONClient:
             try:
                 import aiohttp
             except ImportError as exc:
-                raise UserError("aiohttp is not installed: pip install 'gem-eval[models]'") from exc
+                raise UserError(
+                    "aiohttp is not installed: pip install gem-eval (it depends on it)"
+                ) from exc
             tls = _ssl_context() if self.base_url.startswith("https:") else True
             # No connector limit: the model's adaptive limit bounds the calls in flight.
             connector = aiohttp.TCPConnector(limit=0, ttl_dns_cache=300, ssl=tls)

@@ -13,9 +13,13 @@ from gem_eval.models.retry import RetryPolicy
 if TYPE_CHECKING:
     from gem_eval.records import TokenPrice  # records imports models (judge)
 
-BACKENDS = ("litellm", "openai")
-# Provider prefixes that name an OpenAI-compatible server; the rest is the model's name there.
-_OPENAI_COMPATIBLE = ("openai/", "hosted_vllm/", "vllm/", "sglang/", "llamacpp/")
+from gem_eval.models.backends import (
+    BACKENDS,
+    OPENAI_API_BASE,
+    default_backend,
+    served_name,
+)
+
 # The variable a server's key is read from when --api-key-env is not given, by prefix.
 _KEY_VARIABLES = {"hosted_vllm/": "HOSTED_VLLM_API_KEY", "openai/": "OPENAI_API_KEY"}
 
@@ -54,7 +58,7 @@ def get_model(
     *,
     base_url: str | None = None,
     api_key: str | None = None,
-    backend: str = "litellm",
+    backend: str | None = None,
     retry: RetryPolicy | None = None,
     concurrency: int | None = None,
     max_concurrency: int = 100,
@@ -73,8 +77,9 @@ def get_model(
         spec: The model string.
         base_url: An OpenAI-compatible server's base URL (vLLM, SGLang, Ollama ...).
         api_key: Overrides the provider's environment variable.
-        backend: ``litellm`` (every provider), or ``openai``: the direct client, for
-            OpenAI-compatible servers (needs ``base_url``), with less CPU per call.
+        backend: ``openai``: the direct client (OpenAI and OpenAI-compatible servers,
+            less CPU per call), or ``litellm`` (every provider); ``None``: as
+            :func:`~gem_eval.models.backends.default_backend` picks.
         retry: Retries and per-call timeout.
         concurrency: Initial connection limit (adapts to 429s).
         max_concurrency: The most the limit grows to.
@@ -84,6 +89,7 @@ def get_model(
 
     if spec in REFERENCE_MODELS:
         return reference_model(spec)
+    backend = backend or default_backend(spec, base_url)
     if backend not in BACKENDS:
         raise UserError(f"unknown model backend {backend!r}: choose {' or '.join(BACKENDS)}")
     if spec.startswith("local/"):
@@ -110,22 +116,35 @@ def api_model(
     *,
     base_url: str | None = None,
     api_key: str | None = None,
-    backend: str = "litellm",
+    backend: str = "openai",
     retry: RetryPolicy | None = None,
     concurrency: int | None = None,
     max_concurrency: int = 100,
     name: str | None = None,
     price: TokenPrice | None = None,
 ) -> ChatAPIModel:
-    """A model behind an HTTP chat API, through litellm or the direct client."""
+    """A model behind an HTTP chat API, through litellm or the direct client.
+
+    The direct client sends ``openai/NAME`` without a base URL to OpenAI's API
+    (``OPENAI_BASE_URL`` or :data:`~gem_eval.models.backends.OPENAI_API_BASE`) with
+    ``OPENAI_API_KEY``, as litellm and the ``openai`` SDK do."""
     if backend == "openai":
         from gem_eval.models.openai_compat import OpenAICompatModel
 
+        if base_url is None and spec.startswith("openai/"):
+            base_url = os.environ.get("OPENAI_BASE_URL") or OPENAI_API_BASE
+            api_key = api_key or os.environ.get("OPENAI_API_KEY")
         if base_url is None:
-            raise UserError("--model-backend openai needs --model-base-url (a server's /v1 URL)")
-        served = next((spec[len(p) :] for p in _OPENAI_COMPATIBLE if spec.startswith(p)), spec)
+            raise UserError(
+                f"model {spec!r} is served by a server of your own: give --model-base-url "
+                "(its /v1 URL)"
+            )
+        if price is None:  # litellm's price by name, as the litellm backend charges
+            from gem_eval.models.pricing import table_token_price
+
+            price = table_token_price(spec)
         return OpenAICompatModel(
-            served,
+            served_name(spec),
             api_base=base_url,
             api_key=api_key,
             retry=retry,

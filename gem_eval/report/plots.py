@@ -136,7 +136,7 @@ def _figure(width: float, height: float) -> tuple[Figure, Axes]:
         from matplotlib.figure import Figure
     except ImportError:
         raise UserError(
-            "reports draw their plots with matplotlib: pip install matplotlib"
+            "reports draw their plots with matplotlib: pip install 'gem-eval[report]'"
         ) from None
     fig = Figure(figsize=(width, height), layout="constrained")
     return fig, fig.add_subplot()

@@ -40,7 +40,7 @@ def client() -> Any:
                 import docker
             except ImportError:
                 raise SandboxUnavailableError(
-                    "the docker SDK is not installed: pip install 'gem-eval[sandbox]'"
+                    "the docker SDK is not installed: pip install gem-eval (it depends on it)"
                 ) from None
             try:
                 made = docker.from_env(max_pool_size=_THREADS, timeout=120)

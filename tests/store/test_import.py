@@ -598,7 +598,7 @@ def test_zstd_eval_entries_need_zstandard(tmp_path: Path, monkeypatch: pytest.Mo
     log = write_inspect_eval(tmp_path / "b.eval", compression=zipfile.ZIP_STORED)
     _as_zstd_entries(log)
     monkeypatch.setitem(sys.modules, "zstandard", None)  # not installed
-    with pytest.raises(UserError, match=r"zstd-compressed .*pip install zstandard"):
+    with pytest.raises(UserError, match=r"zstd-compressed .*pip install 'gem-eval\[inspect\]'"):
         import_results(log, tmp_path / "results")
 
     class Identity:  # a "decompressor" for entries that were stored as they are

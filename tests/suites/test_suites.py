@@ -313,7 +313,7 @@ def test_optional_readers_name_what_to_install(
         monkeypatch.setitem(sys.modules, name, None)  # import fails even if installed
     (tmp_path / "rows.parquet").write_bytes(b"PAR1")
     head = "tasks:\n  - env: suitetest:QA-v0\n    dataset: "
-    assert "pip install pyarrow" in error_of(tmp_path, head + "{path: rows.parquet}\n")
+    assert "pip install 'gem-eval[rl]'" in error_of(tmp_path, head + "{path: rows.parquet}\n")
     message = error_of(tmp_path, head + "{path: someone/qa-set, split: test}\n")
     assert message.startswith("bad.yaml:3: tasks[0].dataset.path: 'someone/qa-set' is read as")
     assert "pip install datasets" in message

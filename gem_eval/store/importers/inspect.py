@@ -323,7 +323,8 @@ def _zstd_entry(z: zipfile.ZipFile, info: zipfile.ZipInfo, path: Path) -> bytes:
         import zstandard  # type: ignore[import-not-found, unused-ignore]
     except ImportError:
         raise UserError(
-            f"{path}: its entries are zstd-compressed (inspect_ai 0.3.2xx): pip install zstandard"
+            f"{path}: its entries are zstd-compressed (inspect_ai 0.3.2xx): "
+            "pip install 'gem-eval[inspect]'"
         ) from None
     fp = z.fp
     if fp is None:
