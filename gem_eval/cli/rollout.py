@@ -7,6 +7,7 @@ advantages are written by :mod:`gem_eval.rl.batch`.
 
 from __future__ import annotations
 
+import re
 import sys
 from pathlib import Path
 from typing import Annotated
@@ -136,12 +137,13 @@ def rollout(
         args.append("return_tokens=true")
     suite, limit = None, samples
     given = {"gamma": gamma, "estimator": estimator}
+    written_suite: list[Path] = []  # the one-task suite written for an env id, and --out
     if resume is None:
         if target is None or model is None:
             raise UserError("name an env id or a suite, and --model (or --resume a rollout)")
         gamma = 1.0 if gamma is None else gamma
         given = {"gamma": gamma, "estimator": estimator or "rebn"}
-        suite, limit = _suite_for(target, out, episodes, samples, gamma)
+        suite, limit = _suite_for(target, out, episodes, samples, gamma, written_suite)
     elif target is not None:
         raise UserError("--resume replays the rollout's own suite: drop the env id or suite")
     overrides = {
@@ -165,7 +167,15 @@ def rollout(
         extra={ROLLOUT_KEY: given},
         command="rollout",
     )  # fmt: skip
-    run_id, summary = play_suite(request, quiet=quiet)
+    try:
+        run_id, summary = play_suite(request, quiet=quiet)
+    except UserError as exc:  # refused before the run: the suite written for it goes too
+        if not written_suite:
+            raise
+        for path in written_suite:
+            path.unlink() if path.is_file() else path.rmdir()
+        # Its file and line are gem-eval's own (the suite written for the env id).
+        raise UserError(re.sub(rf"^\S*{re.escape(SUITE_FILE)}:\d+: ", "", str(exc))) from None
     if summary.status == "interrupted" or summary.failure() is not None:
         raise typer.Exit(summary.exit_code)
     run = RunDir.open(results_dir, run_id)
@@ -193,10 +203,16 @@ def rollout(
 
 
 def _suite_for(
-    target: str, out: Path, episodes: int | None, samples: int | None, gamma: float
+    target: str,
+    out: Path,
+    episodes: int | None,
+    samples: int | None,
+    gamma: float,
+    written: list[Path],
 ) -> tuple[str, int | None]:
     """The suite to play: ``target`` itself, or for an env id a one-task suite written
-    into ``out`` (kept there, so that --resume finds it); and the run's --limit."""
+    into ``out`` (kept there, so that --resume finds it); and the run's --limit.
+    ``written`` hears what was made (the file, then ``out`` if it was made for it)."""
     import yaml
 
     from gem_eval.registration import spec
@@ -214,6 +230,7 @@ def _suite_for(
             raise not_a_suite from None
     if episodes is not None and samples is not None:
         raise UserError("--episodes and --samples say the same for an env id: give one")
+    made_out = not out.exists()
     out.mkdir(parents=True, exist_ok=True)
     path = out / SUITE_FILE
     task = {"id": target, "env": target, "samples": episodes or samples or 1, "gamma": gamma}
@@ -223,5 +240,8 @@ def _suite_for(
             f"--out {out} holds another rollout's suite ({path}), which its run resumes "
             "from: give another --out (or --resume that rollout)"
         )
+    if not path.exists():
+        written.append(path)
+        written.extend([out] if made_out else [])
     path.write_text(text)
     return str(path.resolve()), None

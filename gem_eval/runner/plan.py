@@ -176,6 +176,8 @@ def plan_run(
     manifest.episodes_planned = len(specs)
     history = run_dir.history(CAPPED_OUTCOMES)
     todo = _still_to_play(specs, history, options.max_attempts)
+    if resume is not None:  # a forced --agent: the tasks as this session plays them
+        manifest.tasks = resume_rules.replayed_tasks(manifest.tasks, [s.task for s in todo])
     totals = Counter(s.task.id for s in specs)
     done = totals - Counter(s.task.id for s in todo)
     given_up = sum(
@@ -239,8 +241,11 @@ def _new_run(
 def _check(suite: Suite, options: RunOptions) -> None:
     """Refuse a suite whose envs could not be built as this run builds them (the checks of
     ``gem-eval suites validate``), before anything is written."""
+    from gem_eval.agents.registry import check_agents
     from gem_eval.suites.check import check_suite
 
+    if "agent" in options.overrides:  # --agent: said of the option, not of a suite line
+        check_agents(suite.task_specs(options.overrides, options.selection or None))
     problems = check_suite(
         suite, overrides=options.overrides, select=options.selection, limit=options.limit
     )
@@ -272,6 +277,7 @@ def plan_request(request: RunRequest, *, preflight: Preflight | None = None) -> 
             preflight=preflight,
         )
     suite, models = _request_models(request)
+    _check_reference_agents(suite, models, options)
     extra = {k: dict(v) for k, v in request.extra.items()}
     return plan_run(suite, models, options, request.results_dir, preflight=preflight, extra=extra)
 
@@ -285,7 +291,29 @@ def preview_request(request: RunRequest) -> Preview:
             request=resume_request(request),
         )  # fmt: skip
     suite, models = _request_models(request)
+    _check_reference_agents(suite, models, options)
     return preview_run(suite, models, options, request.results_dir)
+
+
+def _check_reference_agents(suite: Suite, models: Sequence[ModelSpec], options: RunOptions) -> None:
+    """Refuse a reference model (``oracle``, ``noop``) for tasks an agent program plays:
+    ``oracle`` applies the task's reference solution itself (the agent would be scored
+    for it), and an agent that hears only "Done." asks again until its time runs out.
+    (``gem-eval tasks check --agent`` plays ``noop`` with the agent's turns capped.)"""
+    from gem_eval.agents.registry import DEFAULT_AGENT
+    from gem_eval.models.reference import REFERENCE_MODELS
+
+    reference = [m.name for m in models if m.name in REFERENCE_MODELS]
+    if not reference:
+        return
+    specs = suite.task_specs(options.overrides, options.selection or None)
+    agents = sorted({s.agent for s in specs if s.agent != DEFAULT_AGENT})
+    if agents:
+        raise UserError(
+            f"--model {reference[0]} plays gem-eval's own loop, not agent {agents[0]!r}: give "
+            f"a real model for the agent, or `gem-eval tasks check SUITE --agent {agents[0]}` "
+            "to check that the agent runs in each task"
+        )
 
 
 def _request_models(request: RunRequest) -> tuple[Suite, list[ModelSpec]]:
@@ -365,11 +393,22 @@ def _suite_names(manifest: RunManifest) -> set[str]:
 
 
 def git_commit() -> str | None:
-    """The commit of the working directory's git checkout, if any (for the manifest)."""
+    """The commit of gem-eval's own checkout when it runs from one (an editable install),
+    for the manifest; ``None`` for an installed package (even one whose environment lies
+    in another project's checkout) or without git."""
+    package = Path(__file__).resolve().parents[1]  # .../gem_eval
     try:
         out = subprocess.run(
-            ["git", "rev-parse", "HEAD"], capture_output=True, text=True, timeout=5, check=True
+            ["git", "rev-parse", "--show-toplevel", "HEAD"],
+            capture_output=True,
+            text=True,
+            timeout=5,
+            check=True,
+            cwd=package,
         )
     except (OSError, subprocess.SubprocessError):
         return None
-    return out.stdout.strip() or None
+    lines = out.stdout.split()
+    if len(lines) != 2 or Path(lines[0]).resolve() != package.parent:
+        return None
+    return lines[1]

@@ -48,6 +48,24 @@ def check_setup(
                 specs.append(judge_model_spec(task.judge))
     warnings = asyncio.run(check_models(specs, cache=options.cache))
     warnings += budget_blind_spots(specs, options.max_cost_usd)
+    warnings += _turns_not_capped(tasks, options)
     for line in warnings:
         if warn is not None:
             warn(line)
+
+
+def _turns_not_capped(tasks: Sequence[TaskSpec], options: RunOptions) -> list[str]:
+    """A line when ``--max-turns`` was given and agent programs play some tasks: it
+    caps gem-eval's own loop; an agent keeps its own turn limit (a task's
+    ``agent_max_turns`` sets the agents that take one)."""
+    from gem_eval.agents.registry import DEFAULT_AGENT
+
+    if (options.overrides.get("limits") or {}).get("max_turns") is None:
+        return []
+    agents = sorted({t.agent for t in tasks if t.agent != DEFAULT_AGENT})
+    if not agents:
+        return []
+    return [
+        f"--max-turns caps gem-eval's own loop only: {', '.join(agents)} keep their own "
+        "turn limits (a suite task's agent_max_turns sets the agents that take one)"
+    ]

@@ -106,3 +106,38 @@ def test_a_bad_price_is_one_line(prices: list[str], said: str, tmp_path: Path) -
     assert len(result.lines) == 1 and result.lines[0].startswith("error: "), result
     assert said in result.lines[0]
     assert not (tmp_path / "r").exists()
+
+
+@pytest.mark.parametrize("model", ["oracle", "noop"])
+@pytest.mark.parametrize("dry_run", [False, True])
+def test_a_reference_model_for_an_agent_program_is_one_line(
+    model: str, dry_run: bool, tmp_path: Path
+) -> None:
+    # oracle would apply the reference solution and score it as the agent's; noop's
+    # "Done." would keep the agent asking until the task's time ran out.
+    argv = ["run", "--suite", "terminal-bench", "--agent", "terminus-2", "-m", model]
+    argv += ["--task", "terminal/sort-downloads", "--results-dir", str(tmp_path / "r")]
+    result = gem_eval(*argv, *(["--dry-run"] if dry_run else []))
+    assert result.code == 2, result
+    assert result.lines == [
+        f"error: --model {model} plays gem-eval's own loop, not agent 'terminus-2': give a "
+        "real model for the agent, or `gem-eval tasks check SUITE --agent terminus-2` to "
+        "check that the agent runs in each task"
+    ]
+    assert not (tmp_path / "r").exists()
+
+
+def test_a_refused_rollout_of_an_env_id_leaves_nothing(tmp_path: Path) -> None:
+    out = tmp_path / "batch"
+    result = gem_eval(
+        "rollout", "game:GuessTheNumber-v0-easy", "--agent", "terminus-2", "-m", "openai/x",
+        "--model-base-url", "http://127.0.0.1:1/v1", "--episodes", "1", "--out", str(out),
+        "--results-dir", str(tmp_path / "r"),
+    )  # fmt: skip
+    assert result.code == 2, result
+    # Its suite is gem-eval's own (written for the env id): no file and line of it.
+    assert result.lines == [
+        "error: agent 'terminus-2' cannot play task 'game:GuessTheNumber-v0-easy' (game "
+        "tasks): it plays terminal tasks; choose another --agent or task"
+    ]
+    assert not out.exists() and not (tmp_path / "r").exists()

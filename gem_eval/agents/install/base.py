@@ -21,6 +21,7 @@ Harbor's adapters then run with ``skip_install=True``: they find the command on 
 from __future__ import annotations
 
 import asyncio
+import logging
 import shlex
 import time
 from abc import ABC, abstractmethod
@@ -51,6 +52,8 @@ if p=$(command -v python3 2>/dev/null); then
 fi
 echo "home=$(getent passwd "$1" 2>/dev/null | cut -d: -f6)"
 """
+
+log = logging.getLogger("gem_eval.agents")
 
 
 @dataclass(frozen=True)
@@ -233,6 +236,8 @@ def ensure(entry: CacheEntry, build: Callable[[Path], object]) -> Path:
     is not checked again by this process (its manifest lists tens of thousands of
     files)."""
     if entry.path not in _ready:
+        if not entry.ready():  # minutes on a cold cache: say so before the silence
+            log.warning("installing %s into %s (once per machine)", entry.path.name, entry.path)
         entry.ensure(build)
         _ready.add(entry.path)
     return entry.path
