@@ -13,6 +13,11 @@ settings come with the command line:
   ``--no-network``, the selection ``--task``/``--sample``/``--category``):
   changing them would mix episodes played under different settings in one score, so
   they are refused with one line unless ``--force`` (then recorded as forced).
+
+A forced change of a task (``--agent``, ``--max-turns``) plays the episodes left with the
+task as it is now: the manifest's task becomes that (:func:`replayed_tasks`), and each
+record keeps who played it, so a run resumed with ``--agent X --force`` shows a row per
+agent (see :func:`gem_eval.store.scorers.episode_agent`).
 """
 
 from __future__ import annotations
@@ -24,7 +29,7 @@ from typing import Any
 from pydantic import BaseModel
 
 from gem_eval.errors import UserError
-from gem_eval.records import ModelSpec
+from gem_eval.records import ModelSpec, TaskSpec
 
 CONNECTION_FLAGS = {
     "base_url": "--model-base-url",
@@ -166,3 +171,12 @@ def apply(
         )
     session = {"started_at": time.time(), "changed": changed, "forced": forced}
     return updated, options, session
+
+
+def replayed_tasks(tasks: list[TaskSpec], playing: list[TaskSpec]) -> list[TaskSpec]:
+    """The run's tasks once a resumed session has played ``playing``: each task played
+    now as it is now (another agent with ``--agent X --force``), the others as they
+    were; a task new to the run (a forced selection) is added."""
+    now = {task.id: task for task in playing}
+    kept = [now.pop(task.id, task) for task in tasks]
+    return [*kept, *now.values()]
