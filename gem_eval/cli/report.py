@@ -19,6 +19,8 @@ from gem_eval.cli.options import DEFAULT_RESULTS_DIR, ResultsDir, open_index
 from gem_eval.errors import GemEvalError, UserError, did_you_mean
 
 if TYPE_CHECKING:
+    import pandas as pd
+
     from gem_eval.metrics.compare import GateVerdict
 
 LATEST = "latest"
@@ -132,7 +134,9 @@ def leaderboard(
         where = f" of suite {suite!r}" if suite else ""
         scored = f" scored by {scorer!r}" if scorer else ""
         played = f" played by {agent!r}" if agent else ""
-        raise UserError(f"no episodes{where}{scored}{played} in {results_dir}")
+        hint = chosen.hint()  # tasks check runs, say, which the default board leaves out
+        more = f" ({hint})" if hint else ""
+        raise UserError(f"no episodes{where}{scored}{played} in {results_dir}{more}")
     board = chosen.mark(summarize(frame, by=GROUPS[by]))
     if format is Format.table:
         from gem_eval.cli.render import console, print_whole
@@ -258,10 +262,10 @@ def gate(
                 "incomparable",
                 EXIT_INCOMPARABLE,
                 [
-                    f"run {run['run_id']} is {run.get('status')} with "
-                    f"{played[run['run_id']]}/{run.get('episodes_planned')} episodes played: "
-                    "finish it (gem-eval run --resume)"
-                    for run in incomplete
+                    f"run {run['run_id']} is {run.get('status')}: "
+                    f"{_progress(run, frame)}: finish it (gem-eval run --resume)"
+                    for run, frame in ((base, base_frame), (new, new_frame))
+                    if run in incomplete
                 ],
             )
         else:
@@ -370,6 +374,22 @@ def _complete(run: dict[str, Any], played: int) -> bool:
     ``--max-infra-error-rate`` rather than refusing a run for one of them.
     """
     return run.get("status") == "finished" and played >= (run.get("episodes_planned") or 0)
+
+
+def _progress(run: dict[str, Any], frame: pd.DataFrame) -> str:
+    """How far a run got: its episodes scored of those planned, then those not scored by
+    outcome and those not played (``0/2 episodes scored (2 cancelled)``)."""
+    from collections import Counter
+
+    from gem_eval.outcomes import is_scored
+
+    outcomes = Counter(str(o) for o in frame["outcome"])
+    scored = sum(n for outcome, n in outcomes.items() if is_scored(outcome))
+    planned = int(run.get("episodes_planned") or 0)
+    missing = [f"{n} {o}" for o, n in sorted(outcomes.items()) if not is_scored(o)]
+    if planned > len(frame):
+        missing.append(f"{planned - len(frame)} not played")
+    return f"{scored}/{planned} episodes scored" + (f" ({', '.join(missing)})" if missing else "")
 
 
 def _two_runs(

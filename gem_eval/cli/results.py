@@ -31,6 +31,7 @@ def list_command(
 ) -> None:
     """List recorded runs, oldest first (from the index; built first if missing)."""
     from gem_eval.cli.render import add_id_column, print_whole
+    from gem_eval.metrics.selection import agents_of
     from gem_eval.store import INDEX_FILE, Index
 
     check_results_dir(results_dir)
@@ -45,6 +46,9 @@ def list_command(
     models = [m for r in runs for m in r["models"]]
     # One model per line when narrow; a model's name itself is never cut.
     table.add_column("models", overflow="fold", min_width=max(map(len, models), default=6))
+    agents = {r["run_id"]: agents_of(r) for r in runs}
+    names = [a for played in agents.values() for a in played]
+    table.add_column("agents", overflow="fold", min_width=max(map(len, names), default=6))
     for name in ("status", "episodes", "started"):
         table.add_column(name)
     for r in runs:
@@ -52,11 +56,12 @@ def list_command(
             r["run_id"],
             r["suite"],
             ", ".join(r["models"]),
+            ", ".join(agents[r["run_id"]]),
             _status(r["status"]),
             f"{r['episodes_done']}/{r['episodes_planned']}",
             _when(r["started_at"]),
         )
-    print_whole(table, drop=("started", "episodes", "status", "suite"))
+    print_whole(table, drop=("started", "episodes", "status", "agents", "suite"))
 
 
 @results_app.command("show")
@@ -64,7 +69,8 @@ def show_command(
     run_id: Annotated[str, typer.Argument(help="A run id, or 'latest'.")],
     results_dir: ResultsDir = DEFAULT_RESULTS_DIR,
 ) -> None:
-    """Show a run's manifest and the outcomes of its episodes, per model."""
+    """Show a run's manifest, its agents (per agent: its version, its mean setup and run
+    times) and the outcomes of its episodes, per model."""
     from gem_eval.cli.render import print_whole
     from gem_eval.store import RunDir
 
@@ -189,6 +195,7 @@ def _manifest_grid(m: RunManifest, records: list[EpisodeRecord]) -> Table:
             f"{m.suite}{f' ({m.suite_path})' if m.suite_path else ''}, hash {m.suite_hash[:12]}",
         ),
         ("models", ", ".join(model.name for model in m.models)),
+        ("agents", _agents(m, records)),
         ("status", _status(m.status)),
         (
             "episodes",
@@ -208,6 +215,28 @@ def _manifest_grid(m: RunManifest, records: list[EpisodeRecord]) -> Table:
     for name, value in rows:
         grid.add_row(f"[bold]{name}[/]", value if name == "status" else escape(value))
     return grid
+
+
+def _agents(m: RunManifest, records: list[EpisodeRecord]) -> str:
+    """One line per agent that played the run: its version, episodes and mean times."""
+    from gem_eval.records import DEFAULT_AGENT
+    from gem_eval.store.agents import run_agents
+
+    lines = []
+    for play in run_agents(m, records):
+        name = f"{play.agent} (gem-eval's own loop)" if play.agent == DEFAULT_AGENT else play.agent
+        parts = [f"{play.episodes} episode{'s' * (play.episodes != 1)}"]
+        if play.versions:
+            parts.insert(0, f"version {', '.join(play.versions)}")
+        times = [
+            f"{what} {seconds:.1f} s"
+            for what, seconds in (("setup", play.setup_s), ("run", play.run_s))
+            if seconds is not None
+        ]
+        if times:
+            parts.append("mean " + ", ".join(times))
+        lines.append(f"{name}: {', '.join(parts)}")
+    return "\n".join(lines)
 
 
 def _seed(m: RunManifest, records: list[EpisodeRecord]) -> str:

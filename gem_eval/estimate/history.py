@@ -1,4 +1,9 @@
-"""What earlier runs of a suite spent per model and task, read from the results index."""
+"""What earlier runs of a suite spent per agent, model and task, read from the results index.
+
+An agent program spends other tokens and time than another on the same task and model
+(Qwen Code several times Terminus-2's): history is kept per agent. An episode's agent is
+the one its record says played it (the index's ``agent``); an episode of a run made
+before runs had agents was played by gem-eval's own loop."""
 
 from __future__ import annotations
 
@@ -7,15 +12,16 @@ from pathlib import Path
 from typing import Any
 
 from gem_eval.outcomes import is_scored
+from gem_eval.records import DEFAULT_AGENT
 from gem_eval.store import INDEX_FILE, Index
 
-Key = tuple[str, str]
-"""(model name, task id)."""
+Key = tuple[str, str, str]
+"""(agent, model name, task id)."""
 
 
 @dataclass
 class History:
-    """Sums over earlier scored episodes of one model on one task.
+    """Sums over earlier scored episodes of one agent and model on one task.
 
     Attributes:
         run_ids: The runs they come from, oldest first.
@@ -56,7 +62,7 @@ class History:
 def read_history(
     results_dir: Path, suite: str | None, suite_hash: str | None, wanted: set[Key]
 ) -> dict[Key, History]:
-    """Earlier scored episodes of ``suite`` for each (model, task) in ``wanted``.
+    """Earlier scored episodes of ``suite`` for each (agent, model, task) in ``wanted``.
 
     Episodes of runs whose suite hash is ``suite_hash`` are used alone when there are
     any for a key (they played the same samples); otherwise those of every run of the
@@ -82,7 +88,7 @@ def read_history(
     matching: dict[Key, History] = {}
     other: dict[Key, History] = {}
     for row in rows:
-        key = (row["model"], row["task_id"])
+        key = (row["agent"] or DEFAULT_AGENT, row["model"], row["task_id"])
         if key not in wanted or not is_scored(row["outcome"]):
             continue
         into = matching if row["run_id"] in same else other

@@ -3,10 +3,10 @@
 One row per model and task. Two sources, and each row says which it used:
 
 * **history**: earlier scored episodes of the same suite (by name; those of runs whose
-  suite hash is this run's are preferred) and model in the results index. Calls, tokens
-  and latency are their means per episode times this run's episodes; USD is what they
-  were charged on average when every one recorded a cost, else their tokens at today's
-  price.
+  suite hash is this run's are preferred), agent and model in the results index. Calls,
+  tokens and latency are their means per episode times this run's episodes; USD is what
+  they were charged on average when every one recorded a cost, else their tokens at
+  today's price.
 * **bound**: no history. Calls are at most ``max_turns`` per episode, or the env's own
   turn limit when that is lower and the model has no tools (a game's guesses; see
   :meth:`gem_eval.core.Env.turn_limit`); each call's output at most the generation's
@@ -194,10 +194,11 @@ def estimate_run(
     for spec in specs:
         groups.setdefault((spec.model.name, spec.task.id), []).append(spec)
     notes: list[str] = []
-    history: dict[tuple[str, str], History] = {}
+    history: dict[tuple[str, str, str], History] = {}
     if results_dir is not None and groups:
         try:
-            history = read_history(Path(results_dir), suite, suite_hash, set(groups))
+            wanted = {(group[0].task.agent, *key) for key, group in groups.items()}
+            history = read_history(Path(results_dir), suite, suite_hash, wanted)
         except sqlite3.Error as exc:
             notes.append(f"no history: the results index could not be read ({exc})")
     prices: dict[str, Price] = {}
@@ -216,7 +217,7 @@ def estimate_run(
 
     rows = []
     for (model_name, _), group in groups.items():
-        seen = history.get((model_name, group[0].task.id))
+        seen = history.get((group[0].task.agent, model_name, group[0].task.id))
         model = group[0].model
         parallel = max(1, min(concurrency, model.max_connections or concurrency, len(group)))
         if seen is not None:

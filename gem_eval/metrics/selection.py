@@ -14,11 +14,15 @@ decides which runs stand on the board:
   (``--task``, ``--sample``, ``--category``, ``--limit``) or of a variant of it
   (``--seed``, ``--max-turns``) stands only for a pair without such a run; it is marked
   (:meth:`RunSelection.variants`, the board's ``variant`` column) and a note names it.
-  A pair without a finished run shows its latest run, and a note says so.
+  A pair without a finished run shows its latest run, and a note says so. A run of
+  ``gem-eval tasks check`` (the reference agents, or an agent against the do-nothing
+  model) checks the tasks and never stands here; ``--all-runs`` and naming it show it,
+  its variant ``tasks check``.
 
 ``agent`` (``--agent NAME``) keeps only what that agent played, as ``suite`` keeps one
-suite. A run's agents are its tasks' (the index's ``agents``; gem-eval's own loop for a
-run without them).
+suite. A run's agents are those that played its episodes, as their records say (the
+index's ``played_by``: a run resumed with ``--agent X --force`` has a row per agent),
+else its tasks' (``agents``; gem-eval's own loop for a run without them).
 
 "Latest" is when a run's episodes were played: a re-scoring with the own scorers counts
 as played when the run its chain of re-scorings began with was, and just after it, so
@@ -223,7 +227,8 @@ def select_runs(
     fits = [
         r
         for r in pool
-        if (_scores_with(r, scorer) if scorer is not None else is_own_scored(r, by_id))
+        if not r.get("tasks_check")
+        and (_scores_with(r, scorer) if scorer is not None else is_own_scored(r, by_id))
     ]
     chosen: dict[str, set[tuple[str, str]]] = {}
     unfinished: list[tuple[str, Run]] = []
@@ -246,7 +251,7 @@ def select_runs(
     others = {
         scorer_name(label)
         for r in pool
-        if r["run_id"] not in fit_ids
+        if r["run_id"] not in fit_ids and not r.get("tasks_check")
         for label in (r.get("scorers") or {}).values()
     }
     return RunSelection(
@@ -291,9 +296,10 @@ def _named(
 
 
 def agents_of(run: Run) -> list[str]:
-    """The agents that played a run's tasks, sorted (gem-eval's own loop for a run row
-    without ``agents``)."""
-    return sorted(set((run.get("agents") or {}).values())) or [DEFAULT_AGENT]
+    """The agents that played a run's episodes, sorted: the row's ``played_by``, else its
+    tasks' ``agents`` (gem-eval's own loop for a run row without either)."""
+    played: list[str] = run.get("played_by") or []
+    return sorted(set(played or (run.get("agents") or {}).values())) or [DEFAULT_AGENT]
 
 
 def player(agent: str, model: str) -> str:

@@ -21,6 +21,9 @@ again), its turns capped at :data:`AGENT_CHECK_TURNS` (the task's ``agent_max_tu
 It passes when the agent set up, ran to its end within the task's time, called the
 model, and scored 0 (see :class:`AgentCheck`); the task's health is the reference
 agents' alone.
+
+Both runs are marked (``extra["tasks_check"]``, see :mod:`gem_eval.store.variant`): they
+score no model, so the default leaderboard leaves them out.
 """
 
 from __future__ import annotations
@@ -40,6 +43,7 @@ from gem_eval.runner.session import (
     execute_run,
     plan_run,
 )
+from gem_eval.store.variant import TASKS_CHECK
 
 if TYPE_CHECKING:
     from gem_eval.suites import Suite
@@ -151,6 +155,7 @@ async def check_tasks(
 
         suite = load_suite(suite)  # loaded once for both runs
     plan = plan_run(suite, [ModelSpec(name=name) for name in AGENTS], options, results_dir)
+    plan.manifest.extra[TASKS_CHECK] = {"models": list(AGENTS)}
     without = _drop_oracle_without_reference(plan)
     # Planned now, so an agent that cannot play a task is refused before any episode.
     agent_plan = None if agent is None else _agent_plan(suite, agent, options, results_dir)
@@ -197,6 +202,7 @@ def _agent_plan(
     checked = replace(options, overrides=overrides)
     plan = plan_run(suite, [ModelSpec(name="noop")], checked, results_dir)
     plan.manifest.extra["agent_check"] = {"agent": name, "max_turns": AGENT_CHECK_TURNS}
+    plan.manifest.extra[TASKS_CHECK] = {"models": ["noop"], "agent": name}
     return plan
 
 

@@ -7,7 +7,7 @@ from typing import Any, Literal
 
 from gem_eval.agent.failures import formatted_traceback
 from gem_eval.outcomes import OUTCOMES, is_zeroed
-from gem_eval.records import EpisodeRecord, EpisodeSpec, Scorer
+from gem_eval.records import DEFAULT_AGENT, EpisodeRecord, EpisodeSpec, Scorer
 from gem_eval.trajectory import Trajectory
 
 
@@ -68,12 +68,14 @@ def failed_record(
     exc: BaseException,
     outcome: Literal["config_error", "infra_error", "env_error", "harness_error"] = "infra_error",
 ) -> EpisodeRecord:
-    """The record of an episode that could not be played (not the model's fault)."""
+    """The record of an episode that could not be played (not the model's fault); its
+    trajectory names the task's agent program, as a played one does."""
     error = f"{type(exc).__name__}: {exc}"
     trajectory = Trajectory(
         env_id=spec.task.env_id,
         model=spec.model.name,
         seed=spec.seed,
+        agent=None if spec.task.agent == DEFAULT_AGENT else spec.task.agent,
         outcome=outcome,
         error=error,
     )

@@ -24,31 +24,36 @@ from gem_eval.errors import GemEvalError, UserError
 from gem_eval.outcomes import REPLAYED_OUTCOMES
 from gem_eval.records import EPISODE_COLUMNS, EpisodeRecord, RunManifest
 from gem_eval.store.run_dir import RunDir, list_run_ids
-from gem_eval.store.scorers import rescore_scorer, task_agents, task_scorers
-from gem_eval.store.variant import played_at, run_variant
+from gem_eval.store.scorers import episode_agent, rescore_scorer, task_agents, task_scorers
+from gem_eval.store.variant import is_tasks_check, played_at, run_variant
 
 if TYPE_CHECKING:
     import pandas as pd
 
 INDEX_FILE = "index.sqlite"
-INDEX_SCHEMA_VERSION = 6
+INDEX_SCHEMA_VERSION = 7
 """2: episodes have ``attempt`` and ``gave_up``. 3: runs have ``rescored_from``. 4: runs
 have ``scorers`` and ``rescore_scorer``. 5: runs have ``variant`` and ``played_at``.
-6: runs have ``agents``."""
+6: runs have ``agents``. 7: episodes have ``agent``, runs ``tasks_check``."""
 
 RUN_COLUMNS = [
     "run_id", "suite", "suite_path", "suite_hash", "models", "episodes_planned", "epochs",
     "seed", "gem_eval_version", "git_commit", "host", "started_at", "finished_at", "status",
     "max_cost_usd", "rescored_from", "rescore_scorer", "scorers", "agents", "variant",
-    "played_at",
+    "played_at", "tasks_check",
 ]  # fmt: skip
 """The columns of the ``runs`` table; ``models`` holds a JSON list of model names;
 ``rescored_from`` the run a ``gem-eval rescore`` graded again (``extra.rescored_from``),
 ``rescore_scorer`` the scorer it asked for (``None``: each task's own); ``scorers`` a JSON
 object: task id -> the label of the scorer that graded it (:mod:`gem_eval.store.scorers`),
-``agents`` one of task id -> the agent that played it; ``variant`` the flags that made it
+``agents`` one of task id -> the agent that plays it; ``variant`` the flags that made it
 other than the whole suite as written (``None``: it is that), ``played_at`` when its
-episodes were played (:mod:`gem_eval.store.variant`)."""
+episodes were played, ``tasks_check`` whether ``gem-eval tasks check`` made it
+(:mod:`gem_eval.store.variant`)."""
+
+EPISODE_TABLE = [*EPISODE_COLUMNS, "agent"]
+"""The columns of the ``episodes`` table: a record's, and the agent the record says
+played it (:func:`~gem_eval.store.scorers.episode_agent`; ``None``: its task's)."""
 
 FRAME_COLUMNS = [*EPISODE_COLUMNS, "suite", "scorer", "agent"]
 """The columns of :meth:`Index.episodes` rows and :meth:`Index.episodes_frame`: an
@@ -62,6 +67,7 @@ _TYPES = {
     "episodes_planned": "INTEGER", "epochs": "INTEGER", "seed": "INTEGER",
     "score": "REAL", "cost_usd": "REAL", "latency_s": "REAL", "started_at": "REAL",
     "finished_at": "REAL", "max_cost_usd": "REAL", "played_at": "REAL",
+    "tasks_check": "INTEGER",
 }  # fmt: skip
 
 
@@ -81,16 +87,25 @@ def _create(table: str, columns: Sequence[str], key: Sequence[str]) -> str:
 _SCHEMA = [
     "CREATE TABLE schema_version (version INTEGER NOT NULL)",
     _create("runs", RUN_COLUMNS, ["run_id"]),
-    _create("episodes", EPISODE_COLUMNS, ["run_id", "key"]),
+    _create("episodes", EPISODE_TABLE, ["run_id", "key"]),
 ]
 _ROW_FIELDS: dict[str, Any] = {
     c: (EpisodeRecord.model_fields[c].annotation, EpisodeRecord.model_fields[c])
     for c in EPISODE_COLUMNS
 }
-_Row = create_model("EpisodeRow", **_ROW_FIELDS)
+
+
+class _Played(BaseModel):
+    """What the index reads of a record's trajectory: who played it."""
+
+    agent: str | None = None
+    initial_observation: str = ""
+
+
+_Row = create_model("EpisodeRow", **_ROW_FIELDS, trajectory=(_Played | None, None))
 """The indexed fields of a record, validated as in EpisodeRecord; parsing skips the rest."""
 _INSERT_RUN = _upsert("runs", RUN_COLUMNS, ["run_id"])
-_INSERT_EPISODE = _upsert("episodes", EPISODE_COLUMNS, ["run_id", "key"])
+_INSERT_EPISODE = _upsert("episodes", EPISODE_TABLE, ["run_id", "key"])
 
 
 @dataclass
@@ -170,7 +185,8 @@ class Index:
 
     def runs(self) -> list[dict[str, Any]]:
         """Every run, oldest first, with ``episodes_done`` (recorded with an outcome that
-        ``--resume`` would not play again)."""
+        ``--resume`` would not play again) and ``played_by``: the agents that played its
+        episodes, sorted (a task without episodes yet: its agent)."""
         not_done = ", ".join(f"'{o}'" for o in REPLAYED_OUTCOMES)
         sql = (
             f"SELECT {', '.join('r.' + c for c in RUN_COLUMNS)}, "
@@ -179,12 +195,20 @@ class Index:
         )
         with self._lock:
             rows = self._conn.execute(sql).fetchall()
+            pairs = self._conn.execute(
+                "SELECT DISTINCT run_id, task_id, agent FROM episodes"
+            ).fetchall()
+        played: dict[str, list[tuple[str, str | None]]] = {}
+        for run_id, task, agent in pairs:
+            played.setdefault(run_id, []).append((task, agent))
         out = []
         for row in rows:
             run = dict(zip(RUN_COLUMNS, row))
             run["models"] = json.loads(run["models"])
             run["scorers"] = json.loads(run["scorers"] or "{}")
             run["agents"] = json.loads(run["agents"] or "{}")
+            run["tasks_check"] = bool(run["tasks_check"])
+            run["played_by"] = _played_by(run["agents"], played.get(run["run_id"], []))
             run["episodes_done"] = row[-1]
             out.append(run)
         return out
@@ -268,8 +292,8 @@ class Index:
             where.append("r.suite = ?")
             params.append(suite)
         sql = (
-            f"SELECT {', '.join('e.' + c for c in EPISODE_COLUMNS)}, r.suite, r.scorers, r.agents "
-            "FROM episodes e LEFT JOIN runs r ON r.run_id = e.run_id"
+            f"SELECT {', '.join('e.' + c for c in EPISODE_COLUMNS)}, r.suite, e.agent, "
+            "r.scorers, r.agents FROM episodes e LEFT JOIN runs r ON r.run_id = e.run_id"
         )
         if where:
             sql += " WHERE " + " AND ".join(where)
@@ -278,8 +302,10 @@ class Index:
         maps: dict[str | None, dict[str, str]] = {}  # a run's JSON map -> the map, read once
         out = []
         for row in rows:
-            scorers, agents = (_task_map(maps, text) for text in row[-2:])
-            out.append((*row[:-2], scorers.get(row[_TASK]), agents.get(row[_TASK])))
+            *columns, played_by, scorers_text, agents_text = row
+            scorers, agents = _task_map(maps, scorers_text), _task_map(maps, agents_text)
+            task = row[_TASK]
+            out.append((*columns, scorers.get(task), played_by or agents.get(task)))
         return out
 
     def _has_tables(self) -> bool:
@@ -296,7 +322,7 @@ class Index:
             has_version and self._conn.execute("SELECT version FROM schema_version").fetchone()
         )
         columns = [r[1] for r in self._conn.execute("PRAGMA table_info(episodes)")]
-        return version == (INDEX_SCHEMA_VERSION,) and columns == EPISODE_COLUMNS
+        return version == (INDEX_SCHEMA_VERSION,) and columns == EPISODE_TABLE
 
     def _create_tables(self) -> None:
         """(Re)create the tables, empty. Call inside a transaction."""
@@ -330,8 +356,19 @@ def _task_map(maps: dict[str | None, dict[str, str]], text: str | None) -> dict[
     return maps[text]
 
 
+def _played_by(agents: dict[str, str], played: list[tuple[str, str | None]]) -> list[str]:
+    """The agents of a run's episodes (``(task, agent or None)``: the task's agent then),
+    and of its tasks not played yet, sorted."""
+    found = {agent or agents.get(task) for task, agent in played}
+    started = {task for task, _ in played}
+    found |= {agent for task, agent in agents.items() if task not in started}
+    return sorted(a for a in found if a)
+
+
 def _load(run: RunDir) -> tuple[RunManifest, list[tuple[Any, ...]]]:
-    return run.read_manifest(), [_episode_row(r) for r in run.read_as(_Row)]
+    manifest = run.read_manifest()
+    imported = isinstance(manifest.extra.get("imported"), dict)  # its harness played it
+    return manifest, [_episode_row(r, imported=imported) for r in run.read_as(_Row)]
 
 
 def _run_row(m: RunManifest) -> tuple[Any, ...]:
@@ -342,8 +379,11 @@ def _run_row(m: RunManifest) -> tuple[Any, ...]:
     values["scorers"] = json.dumps(task_scorers(m), sort_keys=True)
     values["agents"] = json.dumps(task_agents(m), sort_keys=True)
     values["variant"], values["played_at"] = run_variant(m), played_at(m)
+    values["tasks_check"] = int(is_tasks_check(m))
     return tuple(values[c] for c in RUN_COLUMNS)
 
 
-def _episode_row(record: BaseModel) -> tuple[Any, ...]:
-    return tuple(getattr(record, c) for c in EPISODE_COLUMNS)
+def _episode_row(record: BaseModel, *, imported: bool = False) -> tuple[Any, ...]:
+    """A record's row of :data:`EPISODE_TABLE` (``imported``: no agent of its own)."""
+    agent = None if imported else episode_agent(getattr(record, "trajectory", None))
+    return (*(getattr(record, c) for c in EPISODE_COLUMNS), agent)

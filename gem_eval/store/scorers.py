@@ -12,7 +12,10 @@ its numbers after a colon: the judge model of ``judge``, the discount of
 source harness: ``inspect_ai:<its first scorer>``, ``lm-eval:<metric,filter>``,
 ``harbor:reward``.
 
-An agent is the task's ``agent`` (:func:`task_agents`; gem-eval's own loop,
+An episode's agent is the one that played it, as its record says
+(:func:`episode_agent`: a ``--resume --agent X --force`` plays the episodes left with
+another agent than the run's first ones); where the record does not say, the task's
+``agent`` (:func:`task_agents`; gem-eval's own loop,
 :data:`~gem_eval.records.DEFAULT_AGENT`, in a run made before tasks had one). Like a model,
 it is not part of what a sample is: runs of two agents on the same samples compare. An
 imported run was played by its source harness: ``inspect_ai``, ``lm-eval``, ``harbor``
@@ -21,11 +24,28 @@ imported run was played by its source harness: ``inspect_ai``, ``lm-eval``, ``ha
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Protocol
 
-from gem_eval.records import RunManifest, TaskSpec
+from gem_eval.records import DEFAULT_AGENT, RunManifest, TaskSpec
 
-__all__ = ["rescore_scorer", "scorer_label", "scorer_name", "task_agents", "task_scorers"]
+__all__ = [
+    "episode_agent",
+    "rescore_scorer",
+    "scorer_label",
+    "scorer_name",
+    "task_agents",
+    "task_scorers",
+]
+
+
+class PlayedTrajectory(Protocol):
+    """What :func:`episode_agent` reads of a trajectory."""
+
+    @property
+    def agent(self) -> str | None: ...
+
+    @property
+    def initial_observation(self) -> str: ...
 
 
 def scorer_label(task: TaskSpec) -> str:
@@ -56,6 +76,19 @@ def task_agents(manifest: RunManifest) -> dict[str, str]:
     if isinstance(imported, dict):
         return dict.fromkeys((t.id for t in manifest.tasks), _imported_agent(imported))
     return {t.id: t.agent for t in manifest.tasks}
+
+
+def episode_agent(trajectory: PlayedTrajectory | None) -> str | None:
+    """The agent a record says played its episode: its trajectory's ``agent``, or
+    gem-eval's own loop for a trajectory the loop played (it reset the env); ``None``
+    when the record does not say (no trajectory, or an episode that failed before it
+    began): the task's agent then (:func:`task_agents`). Not for an imported run: its
+    harness played it."""
+    if trajectory is None:
+        return None
+    if trajectory.agent:
+        return trajectory.agent
+    return DEFAULT_AGENT if trajectory.initial_observation else None
 
 
 def rescore_scorer(manifest: RunManifest) -> str | None:

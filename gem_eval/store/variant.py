@@ -6,6 +6,11 @@ model on other samples than a run of all of it, and a run with its own ``--seed`
 word, its row would read as the model's score on the suite. The index keeps, per run, the
 flags that made it so (:func:`run_variant`), and when its episodes were played
 (:func:`played_at`), which for a re-scoring is when its original was.
+
+A run of ``gem-eval tasks check`` (:func:`is_tasks_check`) scores the reference agents
+(``oracle``, ``noop``) or an agent against the do-nothing model: it checks the tasks and
+scores no model, so it never stands on the default leaderboard; its variant begins with
+``tasks check``.
 """
 
 from __future__ import annotations
@@ -15,16 +20,31 @@ from typing import Any
 
 from gem_eval.records import RunManifest
 
-__all__ = ["played_at", "run_variant"]
+__all__ = ["TASKS_CHECK", "is_tasks_check", "played_at", "run_variant"]
+
+TASKS_CHECK = "tasks_check"
+"""The key of ``manifest.extra`` that marks a run of ``gem-eval tasks check``."""
+
+_CHECK_OVERRIDES = ("agent", "agent_max_turns")
+"""The overrides ``tasks check --agent`` sets (its variant says ``tasks check``)."""
+
+
+def is_tasks_check(manifest: RunManifest) -> bool:
+    """Whether ``gem-eval tasks check`` made the run: its mark, or (a run made before
+    the mark) the keys it wrote: ``agent_check`` (the agent's run) and ``no_reference``
+    (the reference agents')."""
+    extra = manifest.extra
+    return any(key in extra for key in (TASKS_CHECK, "agent_check", "no_reference"))
 
 
 def run_variant(manifest: RunManifest) -> str | None:
     """The flags that made the run other than the whole suite as written, as a command
-    line says them (``--task 'game:Wordle*' --seed 7``); ``None`` for a run of the whole
-    suite as written (an imported run is one). A re-scoring keeps its original's options,
-    and so its variant."""
+    line says them (``--task 'game:Wordle*' --seed 7``), after ``tasks check`` for a run
+    of that; ``None`` for a run of the whole suite as written (an imported run is one).
+    A re-scoring keeps its original's options, and so its variant."""
     options: dict[str, Any] = manifest.extra.get("options") or {}
-    parts = []
+    checked = is_tasks_check(manifest)
+    parts = ["tasks check"] if checked else []
     if options.get("tasks") or options.get("samples") or options.get("categories"):
         # Imported here: loading the suites package (YAML, the registry) is not the
         # index's business, and this runs only when a run is indexed.
@@ -38,8 +58,13 @@ def run_variant(manifest: RunManifest) -> str | None:
         parts.append(f"--limit {options['limit']}")
     if manifest.seed is not None:
         parts.append(f"--seed {manifest.seed}")
-    if options.get("overrides"):
-        parts.append(_overrides(options["overrides"]))
+    overrides = {
+        k: v
+        for k, v in (options.get("overrides") or {}).items()
+        if not (checked and k in _CHECK_OVERRIDES)
+    }
+    if overrides:
+        parts.append(_overrides(overrides))
     return " ".join(parts) or None
 
 
