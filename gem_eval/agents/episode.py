@@ -8,8 +8,11 @@ What is kept apart from the agent's score, as in gem-eval's own loop: a model ca
 failed for the machinery's sake (retries ran out: ``infra_error``; a refused key or
 unknown model: ``config_error``) ends the episode unscored, whatever the agent did next;
 the budget spent mid-episode cancels it; a sandbox lost before the agent's first model
-call is ``infra_error``. A context overflow is the model's (``model_error`` if the agent
-gives up on it; agents such as Terminus-2 summarise and go on).
+call is ``infra_error``. The spent budget and a call the model client gave up on (its
+retries spent on a dead or failing server) stop the agent's play at once: agents retry
+a failed call until their own time is up. A context overflow is the model's
+(``model_error`` if the agent gives up on it; agents such as Terminus-2 summarise and
+go on).
 """
 
 from __future__ import annotations
@@ -151,10 +154,10 @@ async def _run(
     except (AgentError, SandboxError) as exc:
         agent_error = exc
         result = exc.result if isinstance(exc, AgentError) else None
-    if line.stopped is not None:  # the budget ran out: not the agent's to be scored on
+    if line.stopped is not None and line.failure is None:  # the budget ran out
         traj.outcome, traj.error = "cancelled", f"stopped: {line.stopped}"
         return result
-    failed = recorder.failed_call()
+    failed = recorder.failed_call() or line.failure
     if failed is not None:  # the model path failed: infra or configuration, not the agent
         traj.outcome = model_call_outcome(failed)  # type: ignore[assignment]
         traj.error = describe(failed)
@@ -177,8 +180,9 @@ async def _play(
     agent: Agent, episode: AgentEpisode, line: EpisodeLine, guard: float | None
 ) -> AgentResult | None:
     """The agent's play, within ``guard`` seconds (then: timed out), ended as soon as
-    its line stops (the budget is spent: ``None``). Agents retry a refused call for
-    minutes; nothing they do after the stop is scored.
+    its line stops (the budget is spent, or the model client gave up on a call:
+    ``None``). Agents retry a refused call for minutes; nothing they do after the stop
+    is scored.
 
     Raises:
         AgentError, SandboxError: As :meth:`Agent.play`.

@@ -6,10 +6,14 @@ is given the endpoint's URL and that token as its API key. A request is answered
 run's model object, the very one gem-eval's loop would call (retries, adaptive
 concurrency, the response cache, token ids), and every call, answered or failed, is
 handed to the line's ``on_call`` as it happens, so the episode's trajectory, cost and
-budget see it. The real API key never leaves gem-eval; a token opens only its episode's
-line, and a closed line answers 401. It listens on ``127.0.0.1`` and on the gateways
-of the container networks that agents run in (see
-:mod:`gem_eval.sandbox.endpoint_network`), never on all addresses.
+budget see it. A line stops (:meth:`EpisodeLine.stop`) when the budget is spent or when
+the model client gives up on a call for the machinery's sake (its retries spent on a
+refused connection, a 5xx, a timeout): agents retry a failed call for minutes, so the
+episode ends their play then, and the line answers every later call at once. The real
+API key never leaves gem-eval; a token opens only its episode's line, and a closed line
+answers 401. It listens on ``127.0.0.1`` and on the gateways of the container networks
+that agents run in (see :mod:`gem_eval.sandbox.endpoint_network`), never on all
+addresses.
 
 Served: ``POST /v1/chat/completions`` (whole, or streamed as server-sent events) and
 ``GET /v1/models``.
@@ -75,10 +79,22 @@ class EpisodeLine:
     on_call: Callable[[Call], None] | None = None
     budget: Budget | None = None
     stopped: str | None = None
-    """Why the line stopped answering (the budget was spent), for the episode to end."""
+    """Why the line stopped answering (the budget was spent, or :attr:`failure`), for the
+    episode to end."""
+    failure: ModelCallError | None = None
+    """The call the model client gave up on for the machinery's sake (a transient failure
+    that outlasted its retries): the line stopped on it, and answers every later call
+    with it without calling the model."""
     on_stop: Callable[[], None] | None = None
     """Hears the line stop (once): the episode ends the agent then, not when it gives up."""
     calls: int = 0
+
+    def stop(self, reason: str) -> None:
+        """Stop answering (the first reason stays), and tell :attr:`on_stop`."""
+        if self.stopped is None:
+            self.stopped = reason
+            if self.on_stop is not None:
+                self.on_stop()
 
 
 class ModelEndpoint:
@@ -189,12 +205,12 @@ class ModelEndpoint:
         except (ValueError, TypeError) as exc:
             return web.json_response(wire.error_body(str(exc)), status=400)
         name = str(body.get("model") or line.model.name)
+        if line.failure is not None:  # the episode is ending: the model is not called again
+            return _failed(line.failure)
         if line.budget is not None and line.budget.exhausted:
-            first = line.stopped is None
-            line.stopped = line.budget.describe()
-            if first and line.on_stop is not None:
-                line.on_stop()
-            return web.json_response(wire.error_body(line.stopped, "budget_exceeded"), status=429)
+            spent = line.budget.describe()
+            line.stop(spent)
+            return web.json_response(wire.error_body(spent, "budget_exceeded"), status=429)
         call = Call(messages, tools, config, stream=stream)
         started = time.monotonic()
         line.calls += 1
@@ -209,6 +225,10 @@ class ModelEndpoint:
             line.budget.charge(call.output.usage.cost_usd)
         if line.on_call is not None:
             line.on_call(call)
+        error = call.error
+        if isinstance(error, ModelCallError) and error.transient and line.stopped is None:
+            line.failure = error  # the model client gave up: so does the episode
+            line.stop(str(error))
         if call.output is None:
             return _failed(call.error)
         if not stream:

@@ -5,6 +5,11 @@ server's ``Retry-After``: rate limits (429), 408/409, server errors (5xx), timeo
 connection errors and malformed replies. Refusals (400, 401, 403, 404, 422) are not.
 Only the failed call is repeated; the episode's earlier steps are never re-run.
 
+A failed connection is named for what it was, whatever the client made of it: litellm
+reports a refused connection as a 500 ``InternalServerError: Connection error.``; the
+call that gives up on one says ``connection refused: ...`` (or reset, or closed by the
+server), without a status (see :func:`connection_failure`).
+
 The per-call timeout (:class:`~gem_eval.models.call_timeout.CallTimeout`) adapts to the
 model, so that a hung request holds neither its episode nor a connection slot for the
 whole ``timeout_s``. The rule, over the model's last 256 successful calls:
@@ -107,6 +112,8 @@ def classify(exc: BaseException) -> Failure | None:
     module = type(exc).__module__.split(".")[0]
     if module not in ("litellm", "openai", "httpx", "httpcore", "aiohttp") and status is None:
         return None  # not the client's: a bug to surface, not to retry
+    if connection_failure(exc) is not None:  # no server answered: no status (litellm: 500)
+        return Failure(True)
     if status is None or status >= 500 or status in TRANSIENT_STATUS:
         return Failure(True, status, _retry_after(exc), rate_limited=status == 429)
     if name in ("Timeout", "APITimeoutError"):
@@ -114,6 +121,48 @@ def classify(exc: BaseException) -> Failure | None:
     if name == "APIConnectionError":
         return Failure(True, status)
     return Failure(False, status)
+
+
+_CONNECTION_KINDS: tuple[tuple[type[OSError], str], ...] = (
+    (ConnectionRefusedError, "connection refused"),
+    (ConnectionResetError, "connection reset"),
+    (ConnectionAbortedError, "connection aborted"),
+    (BrokenPipeError, "connection broken"),
+)
+_CLOSED_BY_SERVER = {"ServerDisconnectedError", "RemoteProtocolError"}
+"""aiohttp's and httpx's errors for a server that closed the connection without a reply."""
+_NOT_CONNECTED = {"ClientConnectorError", "ClientConnectorDNSError", "ConnectError"}
+"""aiohttp's and httpx's errors for a connection never made (an unknown host ...)."""
+
+
+def connection_failure(exc: BaseException) -> str | None:
+    """What went wrong with the connection behind ``exc``, named from the cause it was
+    raised from (``connection refused: [Errno 111] Connect call failed ...``), or ``None``
+    when the call failed otherwise (a server's answer, a timeout, a malformed reply)."""
+    chain = _chain(exc)
+    if any(isinstance(link, TimeoutError) or "Timeout" in type(link).__name__ for link in chain):
+        return None  # a timeout: retried and reported as one
+    for link in chain:
+        for kind, name in _CONNECTION_KINDS:
+            if isinstance(link, kind):
+                return f"{name}: {link}"
+    for link in chain:
+        if type(link).__name__ in _CLOSED_BY_SERVER:
+            return f"connection closed by the server: {link}".rstrip(": ")
+    for link in chain:
+        if isinstance(link, ConnectionError) or type(link).__name__ in _NOT_CONNECTED:
+            return f"connection failed: {type(link).__name__}: {link}"
+    return None
+
+
+def _chain(exc: BaseException) -> list[BaseException]:
+    """``exc`` and the exceptions it was raised from or while handling, outermost first."""
+    chain: list[BaseException] = []
+    link: BaseException | None = exc
+    while link is not None and all(link is not seen for seen in chain):
+        chain.append(link)
+        link = link.__cause__ or (None if link.__suppress_context__ else link.__context__)
+    return chain
 
 
 def _retry_after(exc: BaseException) -> float | None:
@@ -209,8 +258,9 @@ async def with_retries(
 
 
 def _given_up(exc: BaseException, failure: Failure, retries: int) -> ModelCallError:
+    message = connection_failure(exc) or f"{type(exc).__name__}: {exc}".strip()
     return ModelCallError(
-        f"{type(exc).__name__}: {exc}".strip(),
+        message,
         status=failure.status,
         transient=failure.transient,
         retries=retries,

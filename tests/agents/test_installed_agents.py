@@ -7,7 +7,8 @@ endpoint only, as ``test_agent_reach`` checks with a probe), which forwards to t
 fixture server; the server is scripted to solve one task and fail the other. The record
 keeps every call the agent made, its turns and files, its setup and run times apart,
 and the manifest its pinned version and packages; a spent ``--max-cost`` stops its
-calls and cancels the episode."""
+calls and cancels the episode; a model server answering 500 stops it at once, the
+episode an ``infra_error``."""
 
 from __future__ import annotations
 
@@ -18,7 +19,7 @@ from typing import Any, cast
 import pytest
 
 from tests.e2e.test_run_cli import gem_eval, records, run_dirs
-from tests.fixtures.openai_server import FakeOpenAIServer, Reply, ToolCallSpec
+from tests.fixtures.openai_server import FakeOpenAIServer, Fault, Reply, ToolCallSpec
 
 ROOT = Path(__file__).resolve().parents[2]
 SOLVED, FAILED = "terminal/sort-downloads", "terminal/git-lost-commit"
@@ -59,11 +60,17 @@ def scripted(agent: str, *, forever: bool = False) -> Any:
     return answer
 
 
-def run(server: FakeOpenAIServer, tmp_path: Path, agent: str, *args: str) -> Path:
+def run(
+    server: FakeOpenAIServer,
+    tmp_path: Path,
+    agent: str,
+    *args: str,
+    exits: tuple[int, ...] = (0, 4),
+) -> Path:
     command = ["run", "--suite", "terminal-bench", "--task", SOLVED, "--task", FAILED]
     command += ["--agent", agent, "--model-base-url", server.base_url, "-q", *args]
     done = gem_eval(*command, results=tmp_path / "r", timeout=900)
-    assert done.returncode in (0, 4), done.stderr[-3000:] + done.stdout[-3000:]
+    assert done.returncode in exits, done.stderr[-3000:] + done.stdout[-3000:]
     [run_dir] = run_dirs(tmp_path / "r")
     return run_dir
 
@@ -138,3 +145,25 @@ def test_a_spent_budget_stops_an_installed_agent(
     # that spent the budget.
     assert len(costs) == len(openai_server.requests) >= 2
     assert sum(costs[:-1]) < cap <= sum(costs)
+
+
+@pytest.mark.docker
+@pytest.mark.harbor
+def test_a_failing_model_server_stops_an_installed_agent(
+    openai_server: FakeOpenAIServer, tmp_path: Path
+) -> None:
+    openai_server.handler = lambda body: Fault.status(500)  # every call, every retry
+    # mini-swe-agent retries a failed call until its time is up (300 s on these tasks).
+    run_dir = run(
+        openai_server, tmp_path, "mini-swe-agent", "--model", "openai/fake",
+        "--model-backend", "openai", "--no-network", "--max-retries", "2", exits=(3,),
+    )  # fmt: skip
+    played = records(run_dir)
+    assert {str(r["task_id"]) for r in played} == {SOLVED, FAILED}
+    for record in played:
+        traj: dict[str, Any] = record["trajectory"]  # type: ignore[assignment]
+        assert (record["outcome"], record["score"]) == ("infra_error", None), traj["error"]
+        assert str(traj["error"]).startswith("500 InternalServerError")
+        assert traj["duration_s"] < 300 / 3  # stopped once the model client gave up
+    # Each episode's one call and its two retries: the agent's own retries went no further.
+    assert len(openai_server.requests) == 2 * 3

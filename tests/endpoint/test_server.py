@@ -135,6 +135,40 @@ async def test_a_spent_budget_stops_the_line(endpoint: ModelEndpoint) -> None:
 
 
 @served
+async def test_a_call_the_model_client_gave_up_on_stops_the_line(endpoint: ModelEndpoint) -> None:
+    import openai
+
+    refused = ModelCallError("connection refused: [Errno 111] Connect call failed", transient=True)
+    model = ScriptedModel([refused, "never asked"])
+    stops: list[str | None] = []
+    line = EpisodeLine(model)
+    line.on_stop = lambda: stops.append(line.stopped)
+    client = _client(endpoint, endpoint.open(line))
+    messages = [{"role": "user", "content": "x"}]
+    for _ in range(2):  # the agent retries: answered at once, the model is not called
+        with pytest.raises(openai.APIStatusError, match="connection refused") as failed:
+            await client.chat.completions.create(model="m", messages=messages)
+        assert failed.value.status_code == 502  # no server answered the model client
+    assert line.failure is refused and line.calls == 1
+    assert stops == ["connection refused: [Errno 111] Connect call failed"]
+
+
+@served
+async def test_a_failure_that_is_the_agents_does_not_stop_the_line(endpoint: ModelEndpoint) -> None:
+    import openai
+
+    overflow = ModelCallError("maximum context length is 8192 tokens", status=400, transient=False)
+    line = EpisodeLine(ScriptedModel([overflow, "summarised"]))
+    client = _client(endpoint, endpoint.open(line))
+    messages = [{"role": "user", "content": "x"}]
+    with pytest.raises(openai.BadRequestError):
+        await client.chat.completions.create(model="m", messages=messages)
+    reply = await client.chat.completions.create(model="m", messages=messages)
+    assert reply.choices[0].message.content == "summarised"
+    assert (line.stopped, line.failure, line.calls) == (None, None, 2)
+
+
+@served
 async def test_calls_of_two_episodes_in_flight_stay_apart(endpoint: ModelEndpoint) -> None:
     heard: dict[str, list[Call]] = {"a": [], "b": []}
     tokens = {

@@ -310,17 +310,27 @@ def test_direct_backend_reads_retry_after_from_a_429(openai_server: FakeOpenAISe
     assert failure == Failure(True, 429, 7.0, rate_limited=True)
 
 
-def test_direct_backend_refused_connection_is_transient() -> None:
+def test_a_refused_connection_is_transient_and_named(backend: str) -> None:
     with socket.socket() as sock:  # a port nobody listens on once this is closed
         sock.bind(("127.0.0.1", 0))
         port = sock.getsockname()[1]
     model = get_model(
-        "openai/fake", base_url=f"http://127.0.0.1:{port}/v1", backend="openai", retry=FAST_RETRY
+        "openai/fake", base_url=f"http://127.0.0.1:{port}/v1", backend=backend, retry=FAST_RETRY
     )
     assert isinstance(model, ChatAPIModel)
     error = generate_once(model)
     assert isinstance(error, ModelCallError)
     assert (error.status, error.transient, error.retries) == (None, True, FAST_RETRY.max_retries)
+    # Not litellm's "500 InternalServerError ... Connection error.": no server answered.
+    assert str(error).startswith("connection refused: ") and str(port) in str(error)
+
+
+def test_a_dropped_connection_is_named(openai_server: FakeOpenAIServer, backend: str) -> None:
+    openai_server.handler = lambda body: Fault.drop()
+    error = generate_once(model_for(openai_server, backend, retry=RetryPolicy(max_retries=0)))
+    assert isinstance(error, ModelCallError)
+    assert (error.status, error.transient) == (None, True)
+    assert str(error).startswith("connection closed by the server")
 
 
 @pytest.mark.parametrize(

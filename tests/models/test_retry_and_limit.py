@@ -11,10 +11,12 @@ import pytest
 from gem_eval.errors import ModelCallError
 from gem_eval.models.concurrency import AdaptiveLimit
 from gem_eval.models.retry import (
+    Failure,
     MalformedReplyError,
     RetryPolicy,
     backoff,
     classify,
+    connection_failure,
     with_retries,
 )
 
@@ -44,6 +46,26 @@ def test_classify(exc: Exception, transient: bool, retry_after: float | None) ->
     failure = classify(exc)
     assert failure is not None
     assert (failure.transient, failure.retry_after) == (transient, retry_after)
+
+
+def test_a_connection_that_failed_is_named_from_its_cause() -> None:
+    # litellm reports a refused connection as a 500 "Connection error." raised from it.
+    try:
+        try:
+            raise ConnectionRefusedError(111, "Connect call failed ('127.0.0.1', 9)")
+        except ConnectionRefusedError as cause:
+            raise StatusError(500) from cause
+    except StatusError as exc:
+        refused = exc
+    assert connection_failure(refused) == (
+        "connection refused: [Errno 111] Connect call failed ('127.0.0.1', 9)"
+    )
+    assert classify(refused) == Failure(True)  # no server answered: no status
+    result, _ = run_with_script([refused], max_retries=0)
+    assert isinstance(result, ModelCallError)
+    assert (result.status, str(result)) == (None, connection_failure(refused))
+    assert connection_failure(StatusError(500)) is None
+    assert connection_failure(TimeoutError("read timed out")) is None
 
 
 def test_our_own_bugs_are_not_retried() -> None:
