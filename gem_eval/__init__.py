@@ -6,6 +6,9 @@ The public API::
     env = gem_eval.make("game:Wordle-v0-easy")
     obs, info = env.reset(seed=0)
     obs, reward, terminated, truncated, info = env.step("\\\\boxed{cat}")
+
+    result = gem_eval.evaluate("smoke", models=["oracle"])   # a run, as `gem-eval run`
+    print(result.leaderboard)
 """
 
 from __future__ import annotations
@@ -17,17 +20,24 @@ from gem_eval.core import Env, Wrapper
 from gem_eval.registration import EnvSpec, list_envs, make, register, spec
 
 if TYPE_CHECKING:
+    from gem_eval.evaluation import EvalResult, aevaluate, evaluate
     from gem_eval.vector import AsyncVectorEnv, AutoresetMode, SyncVectorEnv, VectorEnv, make_vec
 
 _LAZY = {"AsyncVectorEnv", "AutoresetMode", "SyncVectorEnv", "VectorEnv", "make_vec"}
+_EVALUATION = {"EvalResult", "aevaluate", "evaluate"}
 
 
 def __getattr__(name: str) -> Any:
-    # The vector envs pull in asyncio; load them on first use to keep the CLI start fast.
+    # The vector envs pull in asyncio, evaluation the runner: loaded on first use, to keep
+    # the CLI's start fast.
     if name in _LAZY:
         from gem_eval import vector
 
         return getattr(vector, name)
+    if name in _EVALUATION:
+        from gem_eval import evaluation
+
+        return getattr(evaluation, name)
     raise AttributeError(f"module 'gem_eval' has no attribute {name!r}")
 
 
@@ -36,10 +46,13 @@ __all__ = [
     "AutoresetMode",
     "Env",
     "EnvSpec",
+    "EvalResult",
     "SyncVectorEnv",
     "VectorEnv",
     "Wrapper",
     "__version__",
+    "aevaluate",
+    "evaluate",
     "list_envs",
     "make",
     "make_vec",

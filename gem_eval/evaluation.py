@@ -1,0 +1,223 @@
+"""``gem_eval.evaluate``: a run from Python, played exactly as ``gem-eval run`` plays it.
+
+For notebooks and training loops::
+
+    import gem_eval
+
+    result = gem_eval.evaluate("smoke", models=["oracle"])
+    print(result.status, result.exit_code)
+    print(result.leaderboard)          # a pandas DataFrame: one row per model
+    episodes = result.episodes         # one row per episode
+
+The run is planned, checked (models, keys, servers: a :class:`~gem_eval.errors.UserError`
+before anything is written), played and stored in ``results_dir`` as the CLI does; a
+run's directory and its index are the same files the CLI writes and reads, so
+``gem-eval leaderboard``, ``compare`` and ``gate`` see it. Nothing is printed; what the
+CLI warns of (a model a ``max_cost`` cannot price) comes as a Python ``UserWarning``.
+:func:`aevaluate` is the same for a running event loop.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import warnings
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from gem_eval.records import ModelSpec
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+    from gem_eval.runner.request import RunRequest
+    from gem_eval.runner.runner import RunSummary
+
+
+@dataclass
+class EvalResult:
+    """What a run made: its id and directory, how it ended, and its scores.
+
+    Attributes:
+        run_id: The run's id (``--resume`` takes it).
+        run_dir: Its directory (``manifest.json``, ``episodes.jsonl``).
+        results_dir: The results directory it lies in.
+        summary: How the session went (status, outcomes, cost; see
+            :class:`~gem_eval.runner.runner.RunSummary`).
+    """
+
+    run_id: str
+    run_dir: Path
+    results_dir: Path
+    summary: RunSummary
+    _frame: Any = field(default=None, repr=False)
+
+    @property
+    def status(self) -> str:
+        """``finished``, ``incomplete``, ``interrupted``, ``budget_exhausted`` ..."""
+        return str(self.summary.status)
+
+    @property
+    def exit_code(self) -> int:
+        """The code ``gem-eval run`` would exit with (0: every episode scored)."""
+        return self.summary.exit_code
+
+    @property
+    def episodes(self) -> pd.DataFrame:
+        """One row per episode (its latest attempt): model, task, sample, epoch,
+        outcome, score, tokens, cost ... (the results index's columns)."""
+        if self._frame is None:
+            from gem_eval.store import Index
+
+            path = self.results_dir / "index.sqlite"
+            index = Index(path)
+            try:
+                if not path.exists():
+                    index.rebuild(self.results_dir)
+                self._frame = index.episodes_frame(run_ids=[self.run_id])
+            finally:
+                index.close()
+        frame: pd.DataFrame = self._frame
+        return frame
+
+    @property
+    def leaderboard(self) -> pd.DataFrame:
+        """The run's scores per model (as ``gem-eval leaderboard RUN``): n, mean score
+        with its standard error and 95% CI, accuracy, pass@k, tokens, cost, errors."""
+        return self.by(("model",))
+
+    def by(self, groups: Sequence[str]) -> pd.DataFrame:
+        """The scores grouped by ``groups`` (``("model", "task_id")``, ``("category",)``)."""
+        from gem_eval.metrics import summarize
+
+        return summarize(self.episodes, by=tuple(groups))
+
+
+def evaluate(
+    suite: str | Path | None = None,
+    models: Sequence[str | ModelSpec] = (),
+    *,
+    results_dir: str | Path = "results",
+    resume: str | None = None,
+    force: bool = False,
+    base_url: str | None = None,
+    api_key_env: str | None = None,
+    backend: str | None = None,
+    model_args: dict[str, Any] | None = None,
+    limit: int | None = None,
+    epochs: int | None = None,
+    seed: int | None = None,
+    max_turns: int | None = None,
+    agent: str | None = None,
+    tasks: Sequence[str] = (),
+    samples: Sequence[int] = (),
+    categories: Sequence[str] = (),
+    concurrency: int | None = None,
+    max_cost: float | None = None,
+    max_attempts: int | None = None,
+    cache: bool = False,
+    sandbox: str | None = None,
+    no_network: bool = False,
+) -> EvalResult:
+    """Play ``suite`` (a bundled name, a path, or ``NAME@VERSION``) with ``models`` as
+    ``gem-eval run`` does, and return the result.
+
+    ``models``: model strings (``"openai/gpt-5"``, ``"hosted_vllm/ckpt"``), each with the
+    shared ``base_url``, ``api_key_env``, ``backend`` and ``model_args``, or
+    :class:`~gem_eval.records.ModelSpec` objects carrying their own. The other keywords
+    are ``run``'s options of the same names (``max_cost``: USD; ``tasks``: globs).
+    ``resume``: a run id or ``"latest"`` to play what a run is missing.
+
+    Raises:
+        UserError: A bad suite, model or option, an unreachable server, a missing key
+            (nothing is written).
+    """
+    request = _request(**locals())
+    return asyncio.run(_play(request))
+
+
+async def aevaluate(
+    suite: str | Path | None = None, models: Sequence[str | ModelSpec] = (), **options: Any
+) -> EvalResult:
+    """:func:`evaluate` from a running event loop (a notebook, an async trainer): the
+    checks run in a thread, the episodes on the caller's loop."""
+    request = await asyncio.to_thread(lambda: _request(suite=suite, models=models, **options))
+    return await _play(request)
+
+
+def _request(
+    suite: str | Path | None,
+    models: Sequence[str | ModelSpec],
+    *,
+    results_dir: str | Path = "results",
+    resume: str | None = None,
+    force: bool = False,
+    base_url: str | None = None,
+    api_key_env: str | None = None,
+    backend: str | None = None,
+    model_args: dict[str, Any] | None = None,
+    limit: int | None = None,
+    epochs: int | None = None,
+    seed: int | None = None,
+    max_turns: int | None = None,
+    agent: str | None = None,
+    tasks: Sequence[str] = (),
+    samples: Sequence[int] = (),
+    categories: Sequence[str] = (),
+    concurrency: int | None = None,
+    max_cost: float | None = None,
+    max_attempts: int | None = None,
+    cache: bool = False,
+    sandbox: str | None = None,
+    no_network: bool = False,
+) -> RunRequest:
+    """The run's request, as ``gem-eval run`` builds it from its options."""
+    from gem_eval.agents.registry import agent_info
+    from gem_eval.models.generation import ensure_generation
+    from gem_eval.runner.request import CONNECTION_FIELDS, ModelChoice, RunRequest
+
+    if model_args:
+        ensure_generation(model_args, "model_args")
+    choices = []
+    for model in models:
+        if isinstance(model, ModelSpec):
+            own = {k: getattr(model, k) for k in CONNECTION_FIELDS if getattr(model, k)}
+            settings = {**own, **({"args": model.args} if model.args else {})}
+            choices.append(ModelChoice(model.name, settings))
+        else:
+            choices.append(ModelChoice(model))
+    overrides = {
+        **({"limits": {"max_turns": max_turns}} if max_turns is not None else {}),
+        **({"agent": agent_info(agent).name} if agent is not None else {}),
+    }
+    options = {
+        "limit": limit, "epochs": epochs, "seed": seed, "overrides": overrides or None,
+        "concurrency": concurrency, "max_cost_usd": max_cost, "max_attempts": max_attempts,
+        "cache": cache or None, "sandbox": sandbox, "no_network": no_network or None,
+        "tasks": list(tasks) or None, "samples": sorted(set(samples)) or None,
+        "categories": list(categories) or None,
+    }  # fmt: skip
+    shared = {"base_url": base_url, "api_key_env": api_key_env, "backend": backend}
+    return RunRequest(
+        suite=None if suite is None else str(suite),
+        models=tuple(choices),
+        shared=shared,
+        model_args=model_args,
+        options=options,
+        resume=resume,
+        force=force,
+        results_dir=Path(results_dir),
+    )
+
+
+async def _play(request: RunRequest) -> EvalResult:
+    from gem_eval.runner.preflight import check_setup
+    from gem_eval.runner.session import execute_run, plan_request, settle_idle
+
+    def preflight(models: Any, tasks: Any, options: Any) -> None:  # warnings as Python's
+        check_setup(models, tasks, options, lambda line: warnings.warn(line, stacklevel=4))
+
+    plan = await asyncio.to_thread(plan_request, request, preflight=preflight)
+    summary = settle_idle(plan) if not plan.todo else await execute_run(plan)
+    return EvalResult(plan.manifest.run_id, Path(plan.run_dir.path), request.results_dir, summary)
