@@ -46,12 +46,12 @@ def main(argv: list[str] | None = None) -> None:
         print("error: aborted", file=sys.stderr)
         sys.exit(1)
     except UserError as exc:
-        print(f"error: {exc}", file=sys.stderr)
+        print(f"error: {_printable(str(exc))}", file=sys.stderr)
         sys.exit(2)
     except GemEvalError as exc:
         if os.environ.get("GEM_EVAL_DEBUG"):
             raise
-        print(f"error: {exc}", file=sys.stderr)
+        print(f"error: {_printable(str(exc))}", file=sys.stderr)
         sys.exit(1)
     sys.exit(code if isinstance(code, int) else 0)
 
@@ -77,6 +77,15 @@ def _NoArgsIsHelp(clicks: Any) -> Any:
 
 class _Never(Exception):
     pass
+
+
+def _printable(message: str) -> str:
+    """``message`` on one line whatever it quotes: control characters (a line break, a
+    carriage return in a name the user gave or an engine's reply) shown escaped."""
+    return "".join(
+        ch if ch.isprintable() or ch == " " else ch.encode("unicode_escape").decode()
+        for ch in message
+    )
 
 
 def _one_line(exc: Any) -> str:

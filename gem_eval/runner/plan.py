@@ -238,6 +238,18 @@ def _new_run(
     return suite, options
 
 
+def _known(agent: str) -> bool:
+    """Whether ``agent`` names an agent (an unknown one is the suite check's to name, at
+    its line)."""
+    from gem_eval.agents.registry import agent_info
+
+    try:
+        agent_info(agent)
+    except UserError:
+        return False
+    return True
+
+
 def _check(suite: Suite, options: RunOptions) -> None:
     """Refuse a suite whose envs could not be built as this run builds them (the checks of
     ``gem-eval suites validate``), before anything is written."""
@@ -307,7 +319,7 @@ def _check_reference_agents(suite: Suite, models: Sequence[ModelSpec], options: 
     if not reference:
         return
     specs = suite.task_specs(options.overrides, options.selection or None)
-    agents = sorted({s.agent for s in specs if s.agent != DEFAULT_AGENT})
+    agents = sorted({s.agent for s in specs if s.agent != DEFAULT_AGENT and _known(s.agent)})
     if agents:
         raise UserError(
             f"--model {reference[0]} plays gem-eval's own loop, not agent {agents[0]!r}: give "
