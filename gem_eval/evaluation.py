@@ -24,8 +24,11 @@ import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypedDict
 
+from typing_extensions import Unpack
+
+from gem_eval.errors import UserError
 from gem_eval.records import ModelSpec
 
 if TYPE_CHECKING:
@@ -94,89 +97,80 @@ class EvalResult:
         return summarize(self.episodes, by=tuple(groups))
 
 
+class EvalOptions(TypedDict, total=False):
+    """:func:`evaluate`'s keywords: ``gem-eval run``'s options of the same names."""
+
+    results_dir: str | Path
+    """Where runs are kept (default ``results``)."""
+    resume: str
+    """A run id or ``latest``: play what that run is missing."""
+    force: bool
+    """With ``resume``: accept changes to what the run measures."""
+    base_url: str
+    api_key_env: str
+    backend: str
+    model_args: dict[str, Any]
+    """Connection and generation settings of every model given as a string."""
+    limit: int
+    epochs: int
+    seed: int
+    max_turns: int
+    agent: str
+    tasks: Sequence[str]
+    """Globs on task ids (``--task``)."""
+    samples: Sequence[int]
+    categories: Sequence[str]
+    concurrency: int
+    max_cost: float
+    """USD (``--max-cost``)."""
+    max_attempts: int
+    cache: bool
+    sandbox: str
+    no_network: bool
+
+
 def evaluate(
     suite: str | Path | None = None,
     models: Sequence[str | ModelSpec] = (),
-    *,
-    results_dir: str | Path = "results",
-    resume: str | None = None,
-    force: bool = False,
-    base_url: str | None = None,
-    api_key_env: str | None = None,
-    backend: str | None = None,
-    model_args: dict[str, Any] | None = None,
-    limit: int | None = None,
-    epochs: int | None = None,
-    seed: int | None = None,
-    max_turns: int | None = None,
-    agent: str | None = None,
-    tasks: Sequence[str] = (),
-    samples: Sequence[int] = (),
-    categories: Sequence[str] = (),
-    concurrency: int | None = None,
-    max_cost: float | None = None,
-    max_attempts: int | None = None,
-    cache: bool = False,
-    sandbox: str | None = None,
-    no_network: bool = False,
+    **options: Unpack[EvalOptions],
 ) -> EvalResult:
     """Play ``suite`` (a bundled name, a path, or ``NAME@VERSION``) with ``models`` as
     ``gem-eval run`` does, and return the result.
 
     ``models``: model strings (``"openai/gpt-5"``, ``"hosted_vllm/ckpt"``), each with the
     shared ``base_url``, ``api_key_env``, ``backend`` and ``model_args``, or
-    :class:`~gem_eval.records.ModelSpec` objects carrying their own. The other keywords
-    are ``run``'s options of the same names (``max_cost``: USD; ``tasks``: globs).
-    ``resume``: a run id or ``"latest"`` to play what a run is missing.
+    :class:`~gem_eval.records.ModelSpec` objects carrying their own. ``options``: see
+    :class:`EvalOptions`.
 
     Raises:
         UserError: A bad suite, model or option, an unreachable server, a missing key
             (nothing is written).
     """
-    request = _request(**locals())
-    return asyncio.run(_play(request))
+    return asyncio.run(_play(_request(suite, models, options)))
 
 
 async def aevaluate(
-    suite: str | Path | None = None, models: Sequence[str | ModelSpec] = (), **options: Any
+    suite: str | Path | None = None,
+    models: Sequence[str | ModelSpec] = (),
+    **options: Unpack[EvalOptions],
 ) -> EvalResult:
     """:func:`evaluate` from a running event loop (a notebook, an async trainer): the
     checks run in a thread, the episodes on the caller's loop."""
-    request = await asyncio.to_thread(lambda: _request(suite=suite, models=models, **options))
-    return await _play(request)
+    return await _play(await asyncio.to_thread(_request, suite, models, options))
 
 
 def _request(
-    suite: str | Path | None,
-    models: Sequence[str | ModelSpec],
-    *,
-    results_dir: str | Path = "results",
-    resume: str | None = None,
-    force: bool = False,
-    base_url: str | None = None,
-    api_key_env: str | None = None,
-    backend: str | None = None,
-    model_args: dict[str, Any] | None = None,
-    limit: int | None = None,
-    epochs: int | None = None,
-    seed: int | None = None,
-    max_turns: int | None = None,
-    agent: str | None = None,
-    tasks: Sequence[str] = (),
-    samples: Sequence[int] = (),
-    categories: Sequence[str] = (),
-    concurrency: int | None = None,
-    max_cost: float | None = None,
-    max_attempts: int | None = None,
-    cache: bool = False,
-    sandbox: str | None = None,
-    no_network: bool = False,
+    suite: str | Path | None, models: Sequence[str | ModelSpec], options: EvalOptions
 ) -> RunRequest:
     """The run's request, as ``gem-eval run`` builds it from its options."""
     from gem_eval.agents.registry import agent_info
     from gem_eval.models.generation import ensure_generation
     from gem_eval.runner.request import CONNECTION_FIELDS, ModelChoice, RunRequest
 
+    unknown = set(options) - set(EvalOptions.__annotations__)
+    if unknown:
+        raise UserError(f"evaluate() got no option {sorted(unknown)[0]!r}")
+    model_args = options.get("model_args")
     if model_args:
         ensure_generation(model_args, "model_args")
     choices = []
@@ -187,27 +181,36 @@ def _request(
             choices.append(ModelChoice(model.name, settings))
         else:
             choices.append(ModelChoice(model))
+    max_turns, agent = options.get("max_turns"), options.get("agent")
     overrides = {
         **({"limits": {"max_turns": max_turns}} if max_turns is not None else {}),
         **({"agent": agent_info(agent).name} if agent is not None else {}),
     }
-    options = {
-        "limit": limit, "epochs": epochs, "seed": seed, "overrides": overrides or None,
-        "concurrency": concurrency, "max_cost_usd": max_cost, "max_attempts": max_attempts,
-        "cache": cache or None, "sandbox": sandbox, "no_network": no_network or None,
-        "tasks": list(tasks) or None, "samples": sorted(set(samples)) or None,
-        "categories": list(categories) or None,
+    run_options = {
+        "limit": options.get("limit"), "epochs": options.get("epochs"), "seed": options.get("seed"),
+        "overrides": overrides or None, "concurrency": options.get("concurrency"),
+        "max_cost_usd": options.get("max_cost"), "max_attempts": options.get("max_attempts"),
+        "cache": options.get("cache") or None, "sandbox": options.get("sandbox"),
+        "no_network": options.get("no_network") or None,
+        "tasks": list(options.get("tasks", ())) or None,
+        "samples": sorted(set(options.get("samples", ()))) or None,
+        "categories": list(options.get("categories", ())) or None,
     }  # fmt: skip
-    shared = {"base_url": base_url, "api_key_env": api_key_env, "backend": backend}
+    shared = {
+        "base_url": options.get("base_url"),
+        "api_key_env": options.get("api_key_env"),
+        "backend": options.get("backend"),
+    }
+    resume = options.get("resume")
     return RunRequest(
         suite=None if suite is None else str(suite),
         models=tuple(choices),
         shared=shared,
         model_args=model_args,
-        options=options,
+        options=run_options,
         resume=resume,
-        force=force,
-        results_dir=Path(results_dir),
+        force=options.get("force", False),
+        results_dir=Path(options.get("results_dir", "results")),
     )
 
 

@@ -68,6 +68,8 @@ def test_a_bad_request_is_a_user_error_and_writes_nothing(tmp_path: Path) -> Non
         gem_eval.evaluate(
             "smoke", models=["oracle"], model_args={"temperature": "hot"}, results_dir=results
         )
+    with pytest.raises(UserError, match="evaluate\\(\\) got no option 'epoch'"):
+        gem_eval.evaluate("smoke", models=["oracle"], epoch=2, results_dir=results)  # type: ignore[call-arg]
     assert not results.exists()
 
 
