@@ -124,8 +124,9 @@ class Sandbox(ABC):
     workdir: str = "/"
     started: int = 0
     """Commands and processes that began to run in the sandbox so far (an ``exec`` whose
-    program was launched, a ``spawn`` that came up): the agent loop charges a lost
-    sandbox to the agent only once one of the agent's own did."""
+    program was launched, a ``spawn`` that came up, a call sent to an MCP server running
+    in it): the agent loop charges a lost sandbox to the agent only once one of the
+    agent's own did."""
 
     @abstractmethod
     async def start(self) -> None:

@@ -215,6 +215,8 @@ class MCPConnection:
         session = self._session
         if session is None or not self.alive:
             raise ServerGoneError(self.gone_message())
+        if self.sandbox is not None:  # the agent's call runs in the sandbox's server
+            self.sandbox.started += 1
         try:
             call = session.call_tool(name, arguments, read_timeout_seconds=timeout_s)
             return await asyncio.wait_for(call, timeout_s + _CALL_GRACE_S)
