@@ -71,16 +71,10 @@ class EvalResult:
         """One row per episode (its latest attempt): model, task, sample, epoch,
         outcome, score, tokens, cost ... (the results index's columns)."""
         if self._frame is None:
-            from gem_eval.store import Index
+            from gem_eval.store import open_results_index
 
-            path = self.results_dir / "index.sqlite"
-            index = Index(path)
-            try:
-                if not path.exists():
-                    index.rebuild(self.results_dir)
+            with open_results_index(self.results_dir) as index:
                 self._frame = index.episodes_frame(run_ids=[self.run_id])
-            finally:
-                index.close()
         frame: pd.DataFrame = self._frame
         return frame
 

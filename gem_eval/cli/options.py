@@ -209,18 +209,11 @@ def check_results_dir(results_dir: Path) -> None:
 @contextmanager
 def open_index(results_dir: Path) -> Iterator[Index]:
     """The results index, built from the run directories first when it is missing."""
-    from gem_eval.store import Index
+    from gem_eval.store import open_results_index
 
     check_results_dir(results_dir)
-    path = results_dir / "index.sqlite"
-    missing = not path.exists()
-    index = Index(path)
-    try:
-        if missing:
-            index.rebuild(results_dir)
+    with open_results_index(results_dir) as index:
         yield index
-    finally:
-        index.close()
 
 
 def parse_key_values(pairs: list[str], flag: str) -> dict[str, Any]:

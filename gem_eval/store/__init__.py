@@ -8,7 +8,7 @@
 
 from __future__ import annotations
 
-from gem_eval.store.index import INDEX_FILE, Index, RebuildStats
+from gem_eval.store.index import INDEX_FILE, Index, RebuildStats, open_results_index
 from gem_eval.store.run_dir import (
     EPISODES_FILE,
     LATEST,
@@ -29,4 +29,5 @@ __all__ = [
     "check_run_id",
     "list_run_ids",
     "new_run_id",
+    "open_results_index",
 ]

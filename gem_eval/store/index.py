@@ -350,6 +350,21 @@ _TASK = EPISODE_COLUMNS.index("task_id")
 _REAL_EPISODE_COLUMNS = [c for c in EPISODE_COLUMNS if _TYPES.get(c) == "REAL"]
 
 
+@contextmanager
+def open_results_index(results_dir: Path) -> Iterator[Index]:
+    """The index of ``results_dir``, built from its run directories first when missing;
+    closed on leaving."""
+    path = Path(results_dir) / INDEX_FILE
+    missing = not path.exists()
+    index = Index(path)
+    try:
+        if missing:
+            index.rebuild(results_dir)
+        yield index
+    finally:
+        index.close()
+
+
 def _task_map(maps: dict[str | None, dict[str, str]], text: str | None) -> dict[str, str]:
     if text not in maps:
         maps[text] = json.loads(text or "{}")
