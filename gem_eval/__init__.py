@@ -9,6 +9,7 @@ The public API::
 
     result = gem_eval.evaluate("smoke", models=["oracle"])   # a run, as `gem-eval run`
     print(result.leaderboard)
+    verdict = gem_eval.gate(result.run_id, baseline="BASELINE-RUN-ID")   # as `gem-eval gate`
 """
 
 from __future__ import annotations
@@ -21,10 +22,12 @@ from gem_eval.registration import EnvSpec, list_envs, make, register, spec
 
 if TYPE_CHECKING:
     from gem_eval.evaluation import EvalResult, aevaluate, evaluate
+    from gem_eval.gating import GateResult, gate
     from gem_eval.vector import AsyncVectorEnv, AutoresetMode, SyncVectorEnv, VectorEnv, make_vec
 
 _LAZY = {"AsyncVectorEnv", "AutoresetMode", "SyncVectorEnv", "VectorEnv", "make_vec"}
 _EVALUATION = {"EvalResult", "aevaluate", "evaluate"}
+_GATING = {"GateResult", "gate"}
 
 
 def __getattr__(name: str) -> Any:
@@ -38,6 +41,10 @@ def __getattr__(name: str) -> Any:
         from gem_eval import evaluation
 
         return getattr(evaluation, name)
+    if name in _GATING:
+        from gem_eval import gating
+
+        return getattr(gating, name)
     raise AttributeError(f"module 'gem_eval' has no attribute {name!r}")
 
 
@@ -47,12 +54,14 @@ __all__ = [
     "Env",
     "EnvSpec",
     "EvalResult",
+    "GateResult",
     "SyncVectorEnv",
     "VectorEnv",
     "Wrapper",
     "__version__",
     "aevaluate",
     "evaluate",
+    "gate",
     "list_envs",
     "make",
     "make_vec",

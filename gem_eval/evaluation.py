@@ -150,7 +150,7 @@ async def aevaluate(
 ) -> EvalResult:
     """:func:`evaluate` from a running event loop (a notebook, an async trainer): the
     checks run in a thread, the episodes on the caller's loop."""
-    return await _play(await asyncio.to_thread(_request, suite, models, options))
+    return await _play(_request(suite, models, options))
 
 
 def _request(
@@ -209,12 +209,10 @@ def _request(
 
 
 async def _play(request: RunRequest) -> EvalResult:
-    from gem_eval.runner.preflight import check_setup
-    from gem_eval.runner.session import execute_run, plan_request, settle_idle
+    from gem_eval.runner.session import play_request
 
-    def preflight(models: Any, tasks: Any, options: Any) -> None:  # warnings as Python's
-        check_setup(models, tasks, options, lambda line: warnings.warn(line, stacklevel=4))
+    def warn(line: str) -> None:  # as Python's warnings, at evaluate()'s caller
+        warnings.warn(line, stacklevel=2)
 
-    plan = await asyncio.to_thread(plan_request, request, preflight=preflight)
-    summary = settle_idle(plan) if not plan.todo else await execute_run(plan)
+    plan, summary = await play_request(request, warn=warn)
     return EvalResult(plan.manifest.run_id, Path(plan.run_dir.path), request.results_dir, summary)

@@ -127,13 +127,9 @@ RayAddress = Annotated[
 
 def check_executor(executor: str, ray_address: str | None) -> bool:
     """Whether the run goes to Ray; a one-line error for an unknown executor."""
-    from gem_eval.errors import UserError
+    from gem_eval.runner.request import RunRequest
 
-    if executor not in ("local", "ray"):
-        raise UserError(f"unknown executor {executor!r}: choose local or ray")
-    if ray_address is not None and executor != "ray":
-        raise UserError("--ray-address goes with --executor ray")
-    return executor == "ray"
+    return RunRequest(executor=executor, ray_address=ray_address).executor == "ray"
 
 
 def positive_seconds(value: float | None) -> float | None:

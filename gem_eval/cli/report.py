@@ -11,19 +11,12 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from enum import Enum
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any
+from typing import Annotated
 
 import typer
 
-from gem_eval.cli.options import DEFAULT_RESULTS_DIR, ResultsDir, open_index
+from gem_eval.cli.options import DEFAULT_RESULTS_DIR, ResultsDir, check_results_dir, open_index
 from gem_eval.errors import GemEvalError, UserError, did_you_mean
-
-if TYPE_CHECKING:
-    import pandas as pd
-
-    from gem_eval.metrics.compare import GateVerdict
-
-LATEST = "latest"
 
 
 class By(str, Enum):
@@ -49,22 +42,6 @@ GROUPS: dict[By, tuple[str, ...]] = {
     By.task: ("model", "task_id"),
     By.category: ("model", "category"),
 }
-
-
-def resolve_run(runs: list[dict[str, Any]], run_id: str) -> dict[str, Any]:
-    """The index row of ``run_id``; ``latest`` is the most recently started run.
-
-    Raises:
-        UserError: No such run (the message names the closest ids).
-    """
-    if run_id == LATEST and runs:
-        return max(runs, key=lambda r: (r.get("started_at") or 0.0, r["run_id"]))
-    for run in runs:
-        if run["run_id"] == run_id:
-            return run
-    if not runs:
-        raise UserError(f"no run {run_id!r}: the index holds no runs")
-    raise UserError(f"no run {run_id!r}.{did_you_mean(run_id, [r['run_id'] for r in runs])}")
 
 
 def leaderboard(
@@ -125,6 +102,8 @@ def leaderboard(
         if agent is not None and known and agent not in agents:
             close = did_you_mean(agent, agents) or f" Agents: {', '.join(sorted(agents))}."
             raise UserError(f"--agent {agent}: no run was played by it.{close}")
+        from gem_eval.store import resolve_run
+
         named = [resolve_run(known, r) for r in runs] if runs else None
         chosen = select_runs(
             known, named=named, all_runs=all_runs, suite=suite, scorer=scorer, agent=agent
@@ -161,10 +140,12 @@ def compare(
 ) -> None:
     """Paired per-sample comparison of two runs on the samples both scored."""
     from gem_eval.cli.render import console, print_whole
+    from gem_eval.gating import two_runs
     from gem_eval.metrics.compare import compare_runs, scorer_mismatch
     from gem_eval.metrics.render import comparison_lines, comparison_table
 
-    base, new, base_frame, new_frame = _two_runs(results_dir, base_run, new_run)
+    check_results_dir(results_dir)
+    base, new, base_frame, new_frame = two_runs(results_dir, base_run, new_run)
     mismatch = scorer_mismatch(base_frame, new_frame)
     if mismatch is not None:
         raise UserError(f"{base['run_id']} and {new['run_id']} do not compare: {mismatch}")
@@ -240,107 +221,20 @@ def gate(
     --junit and --summary are written for exit 0, 1 and 3; a task's testcase fails
     when the gate's rule, applied to that task's pairs alone, finds a significant drop.
     """
-    import time
+    from gem_eval.gating import GateRequest, judge
+    from gem_eval.metrics.compare import EXIT_CRASH
 
-    from gem_eval.metrics.compare import EXIT_CRASH, EXIT_INCOMPARABLE, GateVerdict
-    from gem_eval.metrics.compare import gate as decide
-
-    started = time.perf_counter()
-    _check_report_files(junit, summary)
-    if not 0 < alpha < 0.5:
-        raise UserError("--alpha must lie in (0, 0.5)")
-    if not 0 <= max_drop <= 1:
-        raise UserError(f"--max-drop must lie in [0, 1], got {max_drop:g}")
-    if not 0 <= max_infra_error_rate <= 1:
-        raise UserError("--max-infra-error-rate must lie in [0, 1]")
+    request = GateRequest(
+        new_run, baseline, results_dir, max_drop, alpha, max_infra_error_rate, allow_subset,
+        junit, summary,
+    )  # fmt: skip
+    request.check(lambda name: "--" + name.replace("_", "-"))
+    check_results_dir(results_dir)
     with _exit_on_crash(EXIT_CRASH):
-        base, new, base_frame, new_frame = _two_runs(results_dir, baseline, new_run)
-        played = {base["run_id"]: len(base_frame), new["run_id"]: len(new_frame)}
-        incomplete = [run for run in (base, new) if not _complete(run, played[run["run_id"]])]
-        if incomplete:
-            verdict = GateVerdict(
-                "incomparable",
-                EXIT_INCOMPARABLE,
-                [
-                    f"run {run['run_id']} is {run.get('status')}: "
-                    f"{_progress(run, frame)}: finish it (gem-eval run --resume)"
-                    for run, frame in ((base, base_frame), (new, new_frame))
-                    if run in incomplete
-                ],
-            )
-        else:
-            verdict = decide(
-                base_frame,
-                new_frame,
-                max_drop=max_drop,
-                alpha=alpha,
-                max_infra_error_rate=max_infra_error_rate,
-                same_suite_hash=base.get("suite_hash") == new.get("suite_hash"),
-                allow_subset=allow_subset,
-            )
-        lines = _verdict_lines(verdict, base, new, allow_subset, complete=not incomplete)
-        for line in lines:
-            typer.echo(line)
-        if junit is not None or summary is not None:
-            from gem_eval.metrics.gate_report import append_markdown, gate_report, write_junit
-
-            report = gate_report(
-                verdict,
-                base_frame,
-                new_frame,
-                base_run=base["run_id"],
-                new_run=new["run_id"],
-                suite=new.get("suite") or base.get("suite") or "",
-                lines=lines,
-                max_drop=max_drop,
-                alpha=alpha,
-                seconds=time.perf_counter() - started,
-            )
-            if junit is not None:
-                write_junit(report, junit)
-            if summary is not None:
-                append_markdown(report, summary)
-    raise typer.Exit(verdict.exit_code)
-
-
-def _check_report_files(junit: Path | None, summary: Path | None) -> None:
-    """Refuse report files that could not be written, before the gate reads anything.
-
-    Raises:
-        UserError: A file in a missing directory, a directory, or one file for both.
-    """
-    if junit is None and summary is None:
-        return
-    from gem_eval.metrics.gate_report import check_target
-
-    for option, path in (("--junit", junit), ("--summary", summary)):
-        if path is not None:
-            check_target(path, option)
-    if junit is not None and summary is not None and junit.resolve() == summary.resolve():
-        raise UserError(f"--junit and --summary are one file, {junit}: give two")
-
-
-def _verdict_lines(
-    verdict: GateVerdict,
-    base: dict[str, Any],
-    new: dict[str, Any],
-    allow_subset: bool,
-    complete: bool,
-) -> list[str]:
-    """What the gate prints: the verdict, then why, indented."""
-    status = verdict.status.upper()
-    lines = [f"gate {status}: {new['run_id']} against baseline {base['run_id']}"]
-    lines += [f"  {reason}" for reason in verdict.reasons]
-    if not complete:
-        return lines
-    if base.get("suite_hash") != new.get("suite_hash"):
-        lines.append(
-            f"  suite hash: baseline {base.get('suite_hash')}, new {new.get('suite_hash')}"
-        )
-    cmp = verdict.comparison
-    if verdict.status == "incomparable" and cmp and cmp.new_lacks_base and not allow_subset:
-        lines.append("  --allow-subset judges the part both runs played")
-    return lines
+        result = judge(request)
+    for line in result.lines:
+        typer.echo(line)
+    raise typer.Exit(result.exit_code)
 
 
 @contextmanager
@@ -365,49 +259,3 @@ def _exit_on_crash(code: int) -> Iterator[None]:
             typer.echo(traceback.format_exc(), err=True, nl=False)
             typer.echo(f"error: the gate failed: {type(exc).__name__}: {exc}", err=True)
         raise typer.Exit(code) from exc
-
-
-def _complete(run: dict[str, Any], played: int) -> bool:
-    """A run that played every planned episode (a partial run is not comparable).
-
-    Episodes lost to infrastructure errors count as played: the gate weighs them against
-    ``--max-infra-error-rate`` rather than refusing a run for one of them.
-    """
-    return run.get("status") == "finished" and played >= (run.get("episodes_planned") or 0)
-
-
-def _progress(run: dict[str, Any], frame: pd.DataFrame) -> str:
-    """How far a run got: its episodes scored of those planned, then those not scored by
-    outcome and those not played (``0/2 episodes scored (2 cancelled)``)."""
-    from collections import Counter
-
-    from gem_eval.outcomes import is_scored
-
-    outcomes = Counter(str(o) for o in frame["outcome"])
-    scored = sum(n for outcome, n in outcomes.items() if is_scored(outcome))
-    planned = int(run.get("episodes_planned") or 0)
-    missing = [f"{n} {o}" for o, n in sorted(outcomes.items()) if not is_scored(o)]
-    if planned > len(frame):
-        missing.append(f"{planned - len(frame)} not played")
-    return f"{scored}/{planned} episodes scored" + (f" ({', '.join(missing)})" if missing else "")
-
-
-def _two_runs(
-    results_dir: Path, base_run: str, new_run: str
-) -> tuple[dict[str, Any], dict[str, Any], Any, Any]:
-    """The index rows and episode frames of two runs.
-
-    Raises:
-        UserError: An unknown run, or the two are one run.
-    """
-    with open_index(results_dir) as index:
-        known = index.runs()
-        base, new = resolve_run(known, base_run), resolve_run(known, new_run)
-        if base["run_id"] == new["run_id"]:
-            raise UserError(
-                f"the run and its baseline are one run, {base['run_id']}: a run does not "
-                "compare with itself"
-            )
-        base_frame = index.episodes_frame(run_ids=[base["run_id"]])
-        new_frame = index.episodes_frame(run_ids=[new["run_id"]])
-    return base, new, base_frame, new_frame

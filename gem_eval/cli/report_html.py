@@ -26,9 +26,9 @@ def report(
     results_dir: ResultsDir = DEFAULT_RESULTS_DIR,
 ) -> None:
     """Write one HTML file: leaderboard, plots, gate and comparison, and every transcript."""
-    from gem_eval.cli.report import resolve_run
     from gem_eval.report import report_html
     from gem_eval.returns import check_gamma
+    from gem_eval.store import resolve_run
 
     try:
         check_gamma(gamma)

@@ -122,10 +122,10 @@ def rollout(
     episode was scored.
     """
     from gem_eval.cli import render
-    from gem_eval.cli.run import play_suite, run_request
+    from gem_eval.cli.run_console import play_suite
     from gem_eval.rl.batch import build_batch, check_formats, write_batch
     from gem_eval.rl.estimators import ESTIMATORS
-    from gem_eval.runner.request import ModelChoice
+    from gem_eval.runner.request import ModelChoice, RunRequest
     from gem_eval.store import RunDir
 
     formats = file_format or ["parquet", "jsonl"]
@@ -150,24 +150,26 @@ def rollout(
         **({"limits": {"max_turns": max_turns}} if max_turns is not None else {}),
         **agent_override(agent),
     }
-    request = run_request(
-        suite=suite,
-        models=[ModelChoice(model)] if model else [],
-        shared={"base_url": model_base_url, "backend": model_backend, "api_key_env": api_key_env},
-        model_args=parse_key_values(args, "-M") if (model_arg or resume is None) else None,
-        options={
-            "limit": limit, "epochs": epochs, "seed": seed, "overrides": overrides or None,
-            "concurrency": concurrency, **selection_options(task, sample, category),
-        },
-        resume=resume,
-        force=force,
-        results_dir=results_dir,
-        executor=executor,
-        ray_address=ray_address,
-        extra={ROLLOUT_KEY: given},
-        command="rollout",
-    )  # fmt: skip
     try:
+        request = RunRequest(
+            suite=suite,
+            models=(ModelChoice(model),) if model else (),
+            shared={
+                "base_url": model_base_url, "backend": model_backend, "api_key_env": api_key_env,
+            },
+            model_args=parse_key_values(args, "-M") if (model_arg or resume is None) else None,
+            options={
+                "limit": limit, "epochs": epochs, "seed": seed, "overrides": overrides or None,
+                "concurrency": concurrency, **selection_options(task, sample, category),
+            },
+            resume=resume,
+            force=force,
+            results_dir=results_dir,
+            executor=executor,
+            ray_address=ray_address,
+            extra={ROLLOUT_KEY: given},
+            command="rollout",
+        )  # fmt: skip
         run_id, summary = play_suite(request, quiet=quiet)
     except UserError as exc:  # refused before the run: the suite written for it goes too
         if not written_suite:

@@ -84,6 +84,25 @@ class RunRequest:
     prices: Mapping[str, TokenPrice] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
+        """One-line errors for settings no run can take, before anything is read."""
+        sandbox = self.options.get("sandbox")
+        if sandbox not in (None, "docker", "local", "local-unsafe"):
+            raise UserError(f"unknown sandbox {sandbox!r}: choose docker, local or local-unsafe")
+        if self.executor not in ("local", "ray"):
+            raise UserError(f"unknown executor {self.executor!r}: choose local or ray")
+        if self.ray_address is not None and self.executor != "ray":
+            raise UserError("--ray-address goes with --executor ray")
+        from gem_eval.models.backends import BACKENDS
+        from gem_eval.models.generation import ensure_generation
+
+        for settings in [self.shared, *(m.settings for m in self.models)]:
+            backend = settings.get("backend")
+            if backend is not None and backend not in BACKENDS:
+                raise UserError(
+                    f"unknown model backend {backend!r}: choose {' or '.join(BACKENDS)}"
+                )
+        for args in [self.model_args or {}, *(m.settings.get("args", {}) for m in self.models)]:
+            ensure_generation(args, "-M")
         if self.force and self.resume is None:
             raise UserError("--force goes with --resume")
         if self.resume is not None and self.models_file is not None:

@@ -12,7 +12,7 @@ import sqlite3
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from gem_eval.errors import StoreWriteError
 from gem_eval.records import EpisodeRecord, ModelSpec, RunManifest
@@ -32,6 +32,9 @@ from gem_eval.runner.plan import (
 from gem_eval.runner.provision import Provisioner
 from gem_eval.runner.runner import Runner, RunSummary
 
+if TYPE_CHECKING:
+    from gem_eval.runner.request import RunRequest
+
 __all__ = [  # planning lives in gem_eval.runner.plan; its names stay importable here
     "PlannedRun",
     "Preflight",
@@ -42,11 +45,54 @@ __all__ = [  # planning lives in gem_eval.runner.plan; its names stay importable
     "git_commit",
     "plan_request",
     "plan_run",
+    "play_request",
     "preview_request",
     "preview_run",
     "resume_request",
     "settle_idle",
 ]
+
+
+async def play_request(
+    request: RunRequest,
+    *,
+    warn: Callable[[str], None],
+    sinks: Sequence[Callable[[EpisodeRecord], None]] = (),
+    log: Callable[[str], None] | None = None,
+    on_plan: Callable[[PlannedRun], None] | None = None,
+    on_ready: Callable[[], None] | None = None,
+) -> tuple[PlannedRun, RunSummary]:
+    """A run as asked for, from start to end: the one way ``gem-eval run``, ``rollout``
+    and :func:`gem_eval.evaluate` play a request.
+
+    Plans it (in a thread: the checks of models, keys and servers may wait on the
+    network; ``warn`` hears what they warn of), then plays what it lacks
+    (:func:`execute_run`) or, with nothing left to play, settles its status
+    (:func:`settle_idle`). ``on_plan`` sees the plan before anything is played.
+
+    Raises:
+        UserError: A bad suite, model or option, an unreachable server, a missing key
+            (nothing is written).
+    """
+    from gem_eval.runner.preflight import check_setup
+
+    def preflight(models: Any, tasks: Any, options: Any) -> None:
+        check_setup(models, tasks, options, warn)
+
+    plan = await asyncio.to_thread(plan_request, request, preflight=preflight)
+    if on_plan is not None:
+        on_plan(plan)
+    if not plan.todo:
+        return plan, settle_idle(plan)
+    summary = await execute_run(
+        plan,
+        sinks=sinks,
+        log=log,
+        on_ray=request.executor == "ray",
+        ray_address=request.ray_address,
+        on_ready=on_ready,
+    )
+    return plan, summary
 
 
 async def execute_run(

@@ -11,12 +11,11 @@ from __future__ import annotations
 from gem_eval.store.index import INDEX_FILE, Index, RebuildStats, open_results_index
 from gem_eval.store.run_dir import (
     EPISODES_FILE,
-    LATEST,
     MANIFEST_FILE,
     RunDir,
     list_run_ids,
 )
-from gem_eval.store.run_id import check_run_id, new_run_id
+from gem_eval.store.run_id import LATEST, check_run_id, new_run_id, resolve_run
 
 __all__ = [
     "EPISODES_FILE",
@@ -30,4 +29,5 @@ __all__ = [
     "list_run_ids",
     "new_run_id",
     "open_results_index",
+    "resolve_run",
 ]

@@ -30,12 +30,11 @@ from pydantic import BaseModel, ValidationError
 from gem_eval.errors import GemEvalError, StoreWriteError, UserError, closest
 from gem_eval.outcomes import REPLAYED_OUTCOMES
 from gem_eval.records import EpisodeRecord, RunManifest
-from gem_eval.store.run_id import is_valid_run_id, slug
+from gem_eval.store.run_id import LATEST, is_valid_run_id, slug
 
 MANIFEST_FILE = "manifest.json"
 EPISODES_FILE = "episodes.jsonl"
 ATTACHMENTS_DIR = "attachments"
-LATEST = "latest"
 
 _CHUNK = 1 << 16
 M = TypeVar("M", bound=BaseModel)

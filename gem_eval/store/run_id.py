@@ -10,14 +10,17 @@ from __future__ import annotations
 import re
 import secrets
 import time
+from typing import Any
 
-from gem_eval.errors import UserError
+from gem_eval.errors import UserError, did_you_mean
 
 _TIME_FORMAT = "%Y-%m-%dT%H-%M-%S"
 _UNSAFE = re.compile(r"[^A-Za-z0-9_.]+")
 _VALID = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.\-]{0,199}")
 """A directory name: at most 200 characters (file systems take 255 bytes)."""
-RESERVED_IDS = frozenset({"latest"})
+LATEST = "latest"
+"""Stands for the most recently started run."""
+RESERVED_IDS = frozenset({LATEST})
 """Names that stand for a run rather than name one (``--resume latest``)."""
 
 
@@ -60,3 +63,20 @@ def check_run_id(run_id: str) -> str:
             "(not starting with '.' or '-'), and not 'latest'"
         )
     return run_id
+
+
+def resolve_run(runs: list[dict[str, Any]], run_id: str) -> dict[str, Any]:
+    """The index row (:meth:`~gem_eval.store.Index.runs`) of ``run_id``; ``latest`` is the
+    most recently started run.
+
+    Raises:
+        UserError: No such run (the message names the closest ids).
+    """
+    if run_id == LATEST and runs:
+        return max(runs, key=lambda r: (r.get("started_at") or 0.0, r["run_id"]))
+    for run in runs:
+        if run["run_id"] == run_id:
+            return run
+    if not runs:
+        raise UserError(f"no run {run_id!r}: the index holds no runs")
+    raise UserError(f"no run {run_id!r}.{did_you_mean(run_id, [r['run_id'] for r in runs])}")
