@@ -4,7 +4,7 @@ VENV   ?= .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: demo test lint bench check-tasks clean
+.PHONY: demo test lint docs bench check-tasks clean
 
 # The `local` extra compiles llama-cpp-python from source the first time (~11 min on
 # 2 cores); pip caches the wheel, so later installs take seconds.
@@ -34,6 +34,12 @@ lint: $(STAMP)
 	$(BIN)/ruff format --check .
 	$(BIN)/mypy
 
+## docs: the CLI reference (docs/cli.md, from the Typer app), then the documentation site,
+## strict (a broken link or anchor fails), into site/
+docs: $(STAMP)
+	$(BIN)/python docs/hooks/cli_reference.py
+	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict --site-dir site
+
 ## bench: the benchmarks in bench/ that need no Docker (each checks its work, then prints
 ## ratios measured in one run); sandbox_latency.py and task_overhead.py need Docker
 bench: $(STAMP)
@@ -44,4 +50,4 @@ bench: $(STAMP)
 	$(BIN)/python bench/response_cache.py
 
 clean:
-	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache
+	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache site

@@ -435,7 +435,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     wall, cpu = time.perf_counter(), time.process_time()
     runs, ref = run_all(cfg)
     # The control: with twice the turn limit the untrained policy never runs out of turns,
-    # so at γ = 1 no action changes the return of its turn (see the README).
+    # so at γ = 1 no action changes the return of its turn (see docs/rl.md).
     limit = make_env(cfg).unwrapped.max_turns_setting  # type: ignore[attr-defined]
     control = replace(cfg, gammas=(1.0,), max_turns=2 * limit)
     control_runs, control_ref = ([], None) if args.no_control else run_all(control)

@@ -86,7 +86,7 @@ Python as root, a path the task excludes, an ``ldconfig`` with a new
 ``/etc/ld.so.conf.d`` entry that changes nothing the tests load (noted in the record),
 and a command the task asked for installed outside the work directory (noted).
 
-Not played here (see the README's security notes): traps in code the tests import or
+Not played here (see docs/security.md, "Not covered"): traps in code the tests import or
 run (the agent's own program), a tool cache (uv), and a task whose tests keep the
 agent's processes running.
 """
