@@ -34,10 +34,6 @@ from gem_eval.cli.options import (
 )
 from gem_eval.errors import UserError
 
-SUITE_FILE = "suite.yaml"
-ROLLOUT_KEY = "rollout"
-"""``manifest.extra`` key of a rollout's settings (``gamma``, ``estimator``)."""
-
 
 def rollout(
     target: Annotated[
@@ -123,10 +119,10 @@ def rollout(
     """
     from gem_eval.cli import render
     from gem_eval.cli.run_console import play_suite
-    from gem_eval.rl.batch import build_batch, check_formats, write_batch
+    from gem_eval.rl.batch import check_formats
     from gem_eval.rl.estimators import ESTIMATORS
+    from gem_eval.rl.rollout import ROLLOUT_KEY, SUITE_FILE, export_rollout, rollout_suite
     from gem_eval.runner.request import ModelChoice, RunRequest
-    from gem_eval.store import RunDir
 
     formats = file_format or ["parquet", "jsonl"]
     check_formats(formats)
@@ -143,7 +139,7 @@ def rollout(
             raise UserError("name an env id or a suite, and --model (or --resume a rollout)")
         gamma = 1.0 if gamma is None else gamma
         given = {"gamma": gamma, "estimator": estimator or "rebn"}
-        suite, limit = _suite_for(target, out, episodes, samples, gamma, written_suite)
+        suite, limit = rollout_suite(target, out, episodes, samples, gamma, written_suite)
     elif target is not None:
         raise UserError("--resume replays the rollout's own suite: drop the env id or suite")
     overrides = {
@@ -180,17 +176,9 @@ def rollout(
         raise UserError(re.sub(rf"^\S*{re.escape(SUITE_FILE)}:\d+: ", "", str(exc))) from None
     if summary.status == "interrupted" or summary.failure() is not None:
         raise typer.Exit(summary.exit_code)
-    run = RunDir.open(results_dir, run_id)
-    # Given on resume only when equal to the run's or forced; a run made before they
-    # were kept has none.
-    kept = {
-        **{"gamma": 1.0, "estimator": "rebn"},
-        **(run.read_manifest().extra.get(ROLLOUT_KEY) or {}),
-    }
-    used = {k: v if v is not None else kept[k] for k, v in given.items()}
-    gamma, estimator = float(used["gamma"]), str(used["estimator"])
-    frame, about = build_batch(run.latest_by_key().values(), gamma, estimator)
-    written = write_batch(frame, {**about, "run_id": run_id}, out, formats)
+    exported = export_rollout(results_dir, run_id, given, out, formats)
+    about, gamma, estimator = exported.about, exported.gamma, exported.estimator
+    written = exported.files
     skipped = ", ".join(f"{n} {k}" for k, n in sorted(about["skipped"].items()))
     render.console.print(
         f"batch: {about['transitions']} transitions of {about['episodes']} episodes "
@@ -202,48 +190,3 @@ def rollout(
     if summary.exit_code:
         print(f"[gem-eval] exit {summary.exit_code}: see the run's summary above", file=sys.stderr)
     raise typer.Exit(summary.exit_code)
-
-
-def _suite_for(
-    target: str,
-    out: Path,
-    episodes: int | None,
-    samples: int | None,
-    gamma: float,
-    written: list[Path],
-) -> tuple[str, int | None]:
-    """The suite to play: ``target`` itself, or for an env id a one-task suite written
-    into ``out`` (kept there, so that --resume finds it); and the run's --limit.
-    ``written`` hears what was made (the file, then ``out`` if it was made for it)."""
-    import yaml
-
-    from gem_eval.registration import spec
-    from gem_eval.suites.loader import find_suite
-    from gem_eval.suites.schema import SuiteError
-
-    try:
-        return str(find_suite(target)), samples
-    except SuiteError as not_a_suite:
-        if ":" not in target:
-            raise
-        try:
-            spec(target)
-        except Exception:
-            raise not_a_suite from None
-    if episodes is not None and samples is not None:
-        raise UserError("--episodes and --samples say the same for an env id: give one")
-    made_out = not out.exists()
-    out.mkdir(parents=True, exist_ok=True)
-    path = out / SUITE_FILE
-    task = {"id": target, "env": target, "samples": episodes or samples or 1, "gamma": gamma}
-    text = yaml.safe_dump({"name": f"rollout-{target}", "tasks": [task]})
-    if path.exists() and path.read_text() != text:  # an earlier rollout's: its runs read it
-        raise UserError(
-            f"--out {out} holds another rollout's suite ({path}), which its run resumes "
-            "from: give another --out (or --resume that rollout)"
-        )
-    if not path.exists():
-        written.append(path)
-        written.extend([out] if made_out else [])
-    path.write_text(text)
-    return str(path.resolve()), None
