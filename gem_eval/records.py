@@ -18,6 +18,7 @@ from pydantic import BaseModel, Field, PrivateAttr, field_validator, model_valid
 
 from gem_eval.judge import JudgeSpec, JudgeVerdict
 from gem_eval.models.backends import default_backend
+from gem_eval.models.paid_replies import PaidReplies
 from gem_eval.outcomes import Outcome, is_scored
 from gem_eval.trajectory import Trajectory
 
@@ -288,6 +289,10 @@ class EpisodeSpec(BaseModel):
     """Which time this episode is played (earlier ones ended in a capped outcome)."""
     last_attempt: bool = False
     """No replay follows this one if it ends in a capped outcome (``--max-attempts``)."""
+    paid_replies: PaidReplies | None = None
+    """The calls its earlier attempts made before they were cut (``--resume``): replayed
+    while the episode asks what it asked then, not paid for again (see
+    :mod:`gem_eval.models.paid_replies`)."""
 
     @staticmethod
     def make_key(model: str, task_id: str, sample: int, epoch: int) -> str:
@@ -330,14 +335,24 @@ class EpisodeRecord(BaseModel):
     input_tokens: int = 0
     output_tokens: int = 0
     cost_usd: float | None = None
+    """What its model's calls cost: every call of the episode, those replayed from an
+    earlier attempt included (see ``replayed_cost_usd``)."""
     latency_s: float = 0.0
     retries: int = 0
+    replayed_calls: int = 0
+    """Calls answered from an earlier attempt's record (``--resume`` of an episode that was
+    cut mid-way): made and paid for then, not now."""
+    replayed_cost_usd: float = 0.0
+    """What those calls cost (part of ``cost_usd``): counted in the earlier record."""
     attempt: int = 1
     """Which time the episode was played (``--resume`` replays capped outcomes)."""
     gave_up: bool = False
     """A capped outcome on the last attempt: ``--resume`` will not play it again."""
     started_at: float
     finished_at: float
+    phases: dict[str, float] = Field(default_factory=dict)
+    """Seconds spent in each phase of the episode (sandbox start, set-up, the agent, the
+    verifier, the audit, teardown ...: see :mod:`gem_eval.phases`), those it went through."""
     attachments: list[str] = Field(default_factory=list)
     """Files kept with the episode (a terminal session's asciinema cast), as paths
     relative to the run's directory."""
@@ -361,6 +376,19 @@ class EpisodeRecord(BaseModel):
     def scored(self) -> bool:
         """Whether the episode counts in scores (see :mod:`gem_eval.outcomes`)."""
         return is_scored(self.outcome)
+
+    @property
+    def total_cost_usd(self) -> float:
+        """What the episode cost: its model's calls (unpriced ones: nothing) and its
+        judge's."""
+        judge = self.judge.usage.cost_usd if self.judge is not None else None
+        return (self.cost_usd or 0.0) + (judge or 0.0)
+
+    @property
+    def spent_usd(self) -> float:
+        """What the run paid when this record was played: :attr:`total_cost_usd` but the
+        calls replayed from an earlier attempt, whose record counts them."""
+        return self.total_cost_usd - self.replayed_cost_usd
 
 
 EPISODE_COLUMNS = [

@@ -85,6 +85,9 @@ class Trajectory(Returns, BaseModel):
     usage: Usage = Field(default_factory=Usage)
     retries: int = 0
     duration_s: float = 0.0
+    queued_s: float = 0.0
+    """Seconds of ``duration_s`` spent waiting for a model's connection slot that other
+    episodes held: not counted against ``max_time_s``."""
     success: bool = False
 
     @model_serializer(mode="wrap")

@@ -285,6 +285,19 @@ def test_rows_share_the_run_concurrency_and_a_model_connection_limit_holds(
     limited = specs_for(4, max_connections=1)
     est = estimate_run(limited, results_dir=tmp_path, concurrency=4, suite="est")
     assert est.wall_s == Amount(40.0)  # one at a time, whatever --concurrency says
+    # Both rows of a model with one connection take turns on it: 80 episode-seconds.
+    limited += specs_for(4, task="other", max_connections=1)
+    est = estimate_run(limited, results_dir=tmp_path, concurrency=4, suite="est")
+    assert est.wall_s == Amount(80.0)
+
+
+def test_a_local_model_plays_one_episode_at_a_time(tmp_path: Path) -> None:
+    limits = {"max_turns": 4, "max_time_s": 30}
+    specs = specs_for(2, model="local/gemma3-270m", limits=limits)
+    specs += specs_for(2, model="local/gemma3-270m", task="other", limits=limits)
+    est = estimate_run(specs, results_dir=None, concurrency=64, pricing=lambda m: FREE)
+    assert [row.parallel for row in est.rows] == [1, 1]
+    assert est.wall_s == Amount(120.0, bound=True)  # 4 episodes of at most 30 s, in turn
 
 
 # --- bounds and prices ----------------------------------------------------------------

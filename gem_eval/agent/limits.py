@@ -15,7 +15,9 @@ class Limits:
     Attributes:
         max_turns: Model calls per episode.
         max_tokens: Input plus output tokens over all calls.
-        max_time_s: Wall-clock seconds; a model call in flight is cut off at the limit.
+        max_time_s: Seconds of the episode's own time: wall-clock time less the time it
+            waited for a model's connection slot held by other episodes (see
+            :mod:`gem_eval.clock`); a model call in flight is cut off at the limit.
         max_cost_usd: Cost over all calls (checked after each call, so the call that
             crosses the limit is the last).
     """

@@ -6,7 +6,6 @@ reset -> [model -> tool calls -> tool results -> model ...] -> answer -> ``env.s
 
 from __future__ import annotations
 
-import asyncio
 import time
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
@@ -15,6 +14,7 @@ from gem_eval.agent import tool_calls
 from gem_eval.agent.failures import Stage, describe, formatted_traceback, outcome_of
 from gem_eval.agent.limits import Limits
 from gem_eval.agent.redact import Redactor
+from gem_eval.clock import EpisodeClock, TimeLimitReached
 from gem_eval.core import Env
 from gem_eval.errors import SandboxError, TamperError
 from gem_eval.models.base import GenerateConfig, Message, Model, ModelOutput
@@ -51,7 +51,9 @@ async def run_episode(
         env: The env (reset here with ``seed``).
         model: The model; ``generate`` is called once per turn.
         tools: Tools offered to the model.
-        limits: Turn, token, time and cost limits.
+        limits: Turn, token, time and cost limits. The time limit counts the episode's
+            own time: not the time it queued for a model's connection slot that other
+            episodes hold (see :mod:`gem_eval.clock`).
         seed: Passed to ``env.reset``.
         config: Generation settings.
         tool_mode: ``native`` (function calling) or ``text`` (calls written in the reply).
@@ -75,11 +77,13 @@ async def run_episode(
     episode.traj.seed, episode.traj.tool_mode = seed, tool_mode
     start = time.monotonic()
     try:
-        await episode.play(seed, tool_mode, system_prompt, start)
+        with episode.clock.running():
+            await episode.play(seed, tool_mode, system_prompt)
     except Exception as exc:  # not the model's, the env's or a resource's: gem-eval's bug
         await episode.fail(exc, "loop")
     finally:
         episode.traj.duration_s = time.monotonic() - start
+        episode.traj.queued_s = episode.clock.queued_s()
     return _redacted(episode.traj, redactor or Redactor())
 
 
@@ -97,6 +101,7 @@ class _Episode:
         self.sandbox: Sandbox | None = None
         self.budget: Budget | None = None
         self.acted = False
+        self.clock = EpisodeClock()  # what the time limit counts
 
     async def _engine_alive(self) -> bool:
         """Whether the sandbox's engine still answers (no sandbox: nothing to blame)."""
@@ -114,9 +119,7 @@ class _Episode:
         if self.on_step is not None:
             self.on_step(self.traj)
 
-    async def play(
-        self, seed: int | None, mode: str, system_prompt: str | None, start: float
-    ) -> None:
+    async def play(self, seed: int | None, mode: str, system_prompt: str | None) -> None:
         traj = self.traj
         try:
             obs, _ = await self.env.areset(seed)
@@ -134,12 +137,12 @@ class _Episode:
         schemas = [t.schema() for t in self.tools] if mode == "native" and self.tools else None
 
         while True:
-            limit = self.limits.exceeded(len(traj.steps), traj.usage, time.monotonic() - start)
+            limit = self.limits.exceeded(len(traj.steps), traj.usage, self.clock.elapsed_s())
             if limit is not None:
                 traj.outcome, traj.truncated_by = "truncated", limit
                 await self._finish_unanswered()
                 return
-            output = await self._generate(schemas, start)
+            output = await self._generate(schemas)
             if output is None:
                 if traj.outcome == "truncated":
                     await self._finish_unanswered()
@@ -165,22 +168,17 @@ class _Episode:
             if done:
                 return
 
-    async def _generate(
-        self, schemas: list[dict[str, object]] | None, start: float
-    ) -> ModelOutput | None:
+    async def _generate(self, schemas: list[dict[str, object]] | None) -> ModelOutput | None:
         """One model call, cut off at the time limit; ``None`` when the episode ended."""
         traj = self.traj
         if self.budget is not None and self.budget.exhausted:
             traj.outcome, traj.error = "cancelled", f"stopped: {self.budget.describe()}"
             return None
-        remaining = None
-        if self.limits.max_time_s is not None:
-            remaining = self.limits.max_time_s - (time.monotonic() - start)
         try:
-            output = await asyncio.wait_for(
-                self.model.generate(traj.messages, schemas, self.config), timeout=remaining
+            output = await self.clock.run_until(
+                self.model.generate(traj.messages, schemas, self.config), self.limits.max_time_s
             )
-        except asyncio.TimeoutError:
+        except TimeLimitReached:
             traj.outcome, traj.truncated_by = "truncated", "max_time"
             return None
         except Exception as exc:  # refused, retries ran out, or a bug in the client path
@@ -189,7 +187,7 @@ class _Episode:
             return None
         traj.usage = traj.usage + output.usage
         traj.retries += output.retries
-        if self.budget is not None:
+        if self.budget is not None and not output.replayed:  # a replayed call was paid then
             self.budget.charge(output.usage.cost_usd)
         return output
 

@@ -22,6 +22,7 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from gem_eval import phases
 from gem_eval.agent.failures import describe, formatted_traceback, model_call_outcome, outcome_of
 from gem_eval.agent.redact import Redactor
 from gem_eval.agents.base import Agent, AgentEpisode, AgentError, AgentResult
@@ -119,6 +120,9 @@ async def play_agent_episode(
             endpoint.close(token)
     traj.duration_s = time.monotonic() - start
     if result is not None:
+        clock = phases.current()
+        if clock is not None and result.setup_s:
+            clock.add("agent_setup", result.setup_s)  # timed by the agent's own side
         traj.agent_run = {
             "setup_s": result.setup_s,
             "run_s": result.run_s,

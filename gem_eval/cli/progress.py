@@ -39,7 +39,7 @@ class _Tally:
     def add(self, record: EpisodeRecord) -> None:
         self.done += 1
         self.tokens += record.input_tokens + record.output_tokens
-        self.cost += record.cost_usd or 0.0
+        self.cost += (record.cost_usd or 0.0) - record.replayed_cost_usd  # paid now
         if record.outcome in ERROR_OUTCOMES:
             self.errors[record.outcome] += 1
         if record.scored:

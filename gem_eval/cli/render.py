@@ -128,7 +128,8 @@ def trajectory_summary(traj: Trajectory, gamma: float) -> None:
         cost = f"${usage.cost_usd:.4f}" if usage.cost_usd is not None else "unknown"
         tokens = f"{usage.input_tokens} in, {usage.output_tokens} out, {usage.cached_tokens} cached"
         rows += [("tokens", tokens), ("cost", cost)]
-    rows.append(("time", f"{traj.duration_s:.1f} s, {traj.retries} retries"))
+    queued = f" ({traj.queued_s:.1f} s queued for the model)" if traj.queued_s >= 0.05 else ""
+    rows.append(("time", f"{traj.duration_s:.1f} s{queued}, {traj.retries} retries"))
     table = Table.grid(padding=(0, 2))
     for key, value in rows:
         table.add_row(f"[bold]{key}[/]", escape(value))
@@ -205,6 +206,12 @@ def run_summary(results_dir: Any, run_id: str, summary: Any) -> None:
         hits, misses = summary.cache.get("hits", 0), summary.cache.get("misses", 0)
         console.print(
             f"response cache: {hits} replies from the cache, {misses} model calls made",
+            markup=False,
+        )
+    if summary.replayed_calls:
+        console.print(
+            f"episodes cut before went on from {summary.replayed_calls} model calls replayed "
+            f"from their records (${summary.replayed_cost_usd:.4f}, paid for then, not again)",
             markup=False,
         )
     if summary.gave_up:

@@ -203,6 +203,7 @@ def _manifest_grid(m: RunManifest, records: list[EpisodeRecord]) -> Table:
         ),
         ("usage", f"{tokens:,} tokens, cost {cost}"),
         ("started", f"{_when(m.started_at)} (duration {duration})"),
+        *_phases(records),
         ("seed", _seed(m, records)),
         *_made_by(m),
         *(("dataset", dataset_line(pin)) for pin in m.extra.get("datasets") or ()),
@@ -215,6 +216,17 @@ def _manifest_grid(m: RunManifest, records: list[EpisodeRecord]) -> Table:
     for name, value in rows:
         grid.add_row(f"[bold]{name}[/]", value if name == "status" else escape(value))
     return grid
+
+
+def _phases(records: list[EpisodeRecord]) -> list[tuple[str, str]]:
+    """Where an episode's time went, on average (runs whose episodes timed phases)."""
+    from gem_eval.phases import mean_phases, phases_line
+
+    timed = [r.phases for r in records if r.phases]
+    means = mean_phases(timed)
+    if not means:
+        return []
+    return [("phases", f"{phases_line(means)} (mean of {len(timed)} episodes)")]
 
 
 def _agents(m: RunManifest, records: list[EpisodeRecord]) -> str:

@@ -119,10 +119,12 @@ def _next_steps(command: str, plan: PlannedRun, summary: RunSummary) -> list[str
     if summary.status == "budget_exhausted":
         cap = plan.manifest.max_cost_usd or 0.0
         recorded = sum(summary.outcomes.values()) - summary.outcomes["cancelled"]
+        share = f" ({summary.cost_usd / cap:.0%})" if cap > 0 else ""
+        why = f" ({summary.held_back})" if summary.held_back else ""
         return [
-            f"stopped by --max-cost: ${summary.cost_usd:.6f} spent of ${cap:g}; "
-            f"{len(plan.todo) - recorded} episodes not played: gem-eval {command} --resume "
-            f"{run_id} --max-cost MORE plays them"
+            f"stopped by --max-cost: ${summary.cost_usd:.6f} spent of ${cap:g}{share}; "
+            f"{len(plan.todo) - recorded} episodes not played{why}: gem-eval {command} "
+            f"--resume {run_id} --max-cost MORE plays them"
         ]
     if summary.exit_code == 3:
         unscored = sum(n for o, n in summary.outcomes.items() if not OUTCOMES[o].scored)

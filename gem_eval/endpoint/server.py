@@ -221,7 +221,7 @@ class ModelEndpoint:
         except Exception as exc:  # the agent hears it as an API error; the episode records it
             call.error = exc
         call.latency_s = time.monotonic() - started
-        if line.budget is not None and call.output is not None:
+        if line.budget is not None and call.output is not None and not call.output.replayed:
             line.budget.charge(call.output.usage.cost_usd)
         if line.on_call is not None:
             line.on_call(call)

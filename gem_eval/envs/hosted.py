@@ -23,6 +23,7 @@ from typing import Any
 
 from gem_eval.core import ResetResult, StepResult
 from gem_eval.envs.sandboxed import SandboxedEnv
+from gem_eval.phases import remainder
 from gem_eval.records import SandboxSpec, ToolSpec
 from gem_eval.sandbox.base import Sandbox
 
@@ -161,6 +162,7 @@ class HostedEnv(SandboxedEnv):
     async def afinish(self) -> tuple[float, dict[str, Any]]:
         """End the episode (an answer, or a limit stopped the agent) and grade it once."""
         self._done = True
-        reward, info = await self.agrade()
+        with remainder("verifier"):
+            reward, info = await self.agrade()
         info.setdefault("success", reward >= 1.0)
         return reward, info

@@ -113,6 +113,9 @@ class RunEstimate:
     rows: list[RowEstimate]
     concurrency: int
     notes: list[str] = field(default_factory=list)
+    model_slots: dict[str, int] = field(default_factory=dict)
+    """Episodes at once of each model with a limit of its own (its connection limit; a
+    local model: one), shared by all its rows."""
 
     def total(self, name: str) -> Amount:
         """The sum of one of the rows' amounts (``calls``, ``input_tokens`` ...)."""
@@ -139,12 +142,16 @@ class RunEstimate:
     @property
     def wall_s(self) -> Amount:
         """Expected wall time: all rows' episode-seconds shared by the run's
-        concurrency, and never less than the slowest row on its own."""
+        concurrency, and never less than the slowest row on its own, nor than a model's
+        rows taking turns on its own slots."""
         work = self.total("work_s")
         if work.value is None or not self.rows:
             return work if self.rows else Amount(0.0)
         slots = max(1, min(self.concurrency, self.episodes))
         longest = max(r.wall_s.value or 0.0 for r in self.rows)
+        for model, own in self.model_slots.items():
+            shared = sum(r.work_s.value or 0.0 for r in self.rows if r.model == model)
+            longest = max(longest, shared / own)
         return Amount(max(work.value / slots, longest), work.bound)
 
     def exceeds(self, threshold_usd: float) -> str | None:
@@ -216,15 +223,32 @@ def estimate_run(
         return prompts[task.id]
 
     rows = []
+    model_slots: dict[str, int] = {}
     for (model_name, _), group in groups.items():
         seen = history.get((group[0].task.agent, model_name, group[0].task.id))
         model = group[0].model
-        parallel = max(1, min(concurrency, model.max_connections or concurrency, len(group)))
+        own = _own_slots(model)
+        if own is not None:
+            model_slots[model_name] = own
+        parallel = max(1, min(concurrency, own or concurrency, len(group)))
         if seen is not None:
             rows.append(_from_history(group, seen, parallel, price))
         else:
             rows.append(_from_bounds(group, parallel, price, prompt))
-    return RunEstimate(rows, concurrency, notes)
+    return RunEstimate(rows, concurrency, notes, model_slots)
+
+
+def _own_slots(model: ModelSpec) -> int | None:
+    """Episodes of ``model`` that can play at once whatever the run's concurrency: its
+    connection limit, or a local model's one (its server decodes one request at a time
+    and the model plays one episode at a time: :class:`~gem_eval.models.local.LocalModel`)."""
+    if model.max_connections is not None:
+        return model.max_connections
+    if model.name.startswith("local/"):
+        from gem_eval.models.local import LocalModel
+
+        return LocalModel.max_episodes
+    return None
 
 
 def _from_history(

@@ -68,6 +68,10 @@ class ModelOutput(BaseModel):
     cached: bool = False
     """Served from the response cache (:mod:`gem_eval.models.response_cache`) instead of
     the model: no call was made, ``usage.cost_usd`` is 0 and ``latency_s`` about 0."""
+    replayed: bool = False
+    """Replayed from the record of an earlier attempt of its episode, which paid for it
+    (:mod:`gem_eval.models.paid_replies`): no call was made now; ``usage`` is what the
+    call cost then, already counted against the run's budget."""
 
     def message(self, tool_calls: bool = True) -> Message:
         """The assistant message this reply adds to a conversation (with its native tool
@@ -130,11 +134,17 @@ class Model(ABC):
     Attributes:
         name: How results name this model (e.g. ``openai/gpt-5``).
         default_concurrency: Calls in flight at once unless the run says otherwise.
+        max_episodes: Episodes played with this model at once, whatever the run's
+            concurrency; ``None``: no limit of its own. A server that decodes one
+            request at a time and keeps one prompt cache (llama.cpp) sets 1: episodes
+            taking turns call by call would evict each other's cache, so that every
+            call would read its whole conversation again.
         supports_tools: Whether native function calling is available.
     """
 
     name: str = "model"
     default_concurrency: int = 20
+    max_episodes: int | None = None
     supports_tools: bool = True
 
     @abstractmethod

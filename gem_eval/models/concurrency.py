@@ -9,6 +9,8 @@ from collections import deque
 from collections.abc import Callable
 from types import TracebackType
 
+from gem_eval.clock import queued
+
 
 class AdaptiveLimit:
     """A FIFO semaphore whose size follows the provider's rate limits.
@@ -21,6 +23,10 @@ class AdaptiveLimit:
       call was sent after the last cut (its ``epoch``) and at least ``cooldown_s`` after
       it. The rest of a burst needs no cut of its own: each refused call waits out its
       ``Retry-After`` without holding a slot, which spaces the calls by itself.
+    * A 429 cuts only when the server refuses a real share of the calls: at least
+      ``min_share`` of the last ``window`` answers (429s and successes). A server that
+      refuses a call now and then is not saying it is overloaded: the refused call waits
+      its ``Retry-After`` and holds back no other call.
     * It grows back with time, not with successes: ``maximum / recover_s`` slots a
       second since the last cut, so after the last 429 it is back at ``maximum`` within
       ``recover_s`` seconds, and one cut (of 20%) heals in about a fifth of that.
@@ -29,7 +35,8 @@ class AdaptiveLimit:
     ``maximum`` instead of collapsing to ``minimum``. A call cut by a timeout is no sign
     of a rate limit and changes nothing here. Waiters are served in order, and a freed
     slot wakes exactly one of them (no thundering herd when hundreds of episodes wait on
-    one model).
+    one model). The time an episode waits here is not its own: it does not count against
+    its time limit (:func:`gem_eval.clock.queued`).
 
     Args:
         initial: Calls in flight at first.
@@ -38,6 +45,9 @@ class AdaptiveLimit:
         decrease: Factor applied by a cut.
         cooldown_s: Seconds after a cut during which 429s count as the same burst.
         recover_s: The most seconds the limit takes to climb back to ``maximum``.
+        min_share: The share of 429s among the last ``window`` answers at which a 429
+            cuts the limit.
+        window: How many of the latest answers that share is taken over.
         clock: Seconds from a monotonic clock (injectable for tests).
     """
 
@@ -49,6 +59,8 @@ class AdaptiveLimit:
         decrease: float = 0.8,
         cooldown_s: float = 2.0,
         recover_s: float = 8.0,
+        min_share: float = 0.2,
+        window: int = 50,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
         maximum = initial if maximum is None else maximum
@@ -64,6 +76,9 @@ class AdaptiveLimit:
         self._base = initial  # the limit right after the last cut
         self._cut_at: float | None = None  # when that was; None: never cut
         self._waiters: deque[asyncio.Future[None]] = deque()
+        self.min_share = min_share
+        self._answers: deque[bool] = deque(maxlen=window)  # True: a 429
+        self._refused = 0  # the 429s among them
 
     @property
     def limit(self) -> int:
@@ -88,7 +103,8 @@ class AdaptiveLimit:
         self._waiters.append(waiter)
         self._wake()  # slots regained with time are handed out in order
         try:
-            await waiter
+            with queued():
+                await waiter
         except asyncio.CancelledError:
             if waiter.done() and not waiter.cancelled():
                 self.release()  # granted a slot, then cancelled: hand it on
@@ -112,6 +128,9 @@ class AdaptiveLimit:
 
     def on_rate_limit(self, epoch: int) -> bool:
         """A call started in ``epoch`` got a 429; return whether that cut the limit."""
+        self._answer(refused=True)
+        if self._refused < self.min_share * len(self._answers):
+            return False  # a refusal now and then: only the refused call waits
         now = self._clock()
         if epoch != self.epoch:
             return False  # sent under an older, larger limit: that burst was counted
@@ -125,8 +144,16 @@ class AdaptiveLimit:
 
     def on_success(self) -> None:
         """A call succeeded: slots regained since the last look may wake waiters."""
+        self._answer(refused=False)
         if self._waiters:
             self._wake()
+
+    def _answer(self, refused: bool) -> None:
+        answers = self._answers
+        if answers.maxlen is not None and len(answers) == answers.maxlen:
+            self._refused -= answers[0]
+        answers.append(refused)
+        self._refused += refused
 
     async def __aenter__(self) -> int:
         return await self.acquire()

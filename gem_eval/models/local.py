@@ -19,7 +19,9 @@ class LocalModel(Model):
     ``start()`` assembles the GGUF if needed, launches the server and waits for it;
     ``aclose()`` stops it. Requests go through ``backend`` (the direct client by
     default, exactly the path a user's vLLM server takes). A llama.cpp server decodes
-    one request at a time, so the default concurrency is 1.
+    one request at a time and keeps the prompt of the last one: the model takes one
+    call at a time, and plays one episode at a time (each call then reads only what
+    its conversation added since the last).
 
     Args:
         spec: What follows ``local/``: a built-in name or a path to a ``.gguf`` file.
@@ -31,6 +33,7 @@ class LocalModel(Model):
     """
 
     default_concurrency = 1
+    max_episodes = 1
     supports_tools = False  # the base Gemma has no tool-call template: use tool_mode="text"
 
     def __init__(

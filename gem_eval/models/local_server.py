@@ -36,6 +36,11 @@ LLAMA_CPP_HINT = (
 # pydantic-settings and uvicorn read these from the environment, and uvicorn lets HOST and
 # PORT override the command line: a stray PORT or API_KEY would break the child.
 _SERVER_ENV_VARS = frozenset({"CONFIG_FILE", "HOST", "PORT", "API_KEY", "ROOT_PATH"})
+# llama.cpp's threads meet at a barrier after every step of a token, and OpenMP makes them
+# spin while they wait. With another job on the same cores (gem-eval's own process counts),
+# a spinning thread burns the time slice its partner needs: on two busy cores, four calls
+# took 120-180 s spinning and 10-14 s sleeping; on lightly loaded ones, about the same.
+_SERVER_ENV_DEFAULTS = {"OMP_WAIT_POLICY": "PASSIVE"}
 BASE_CHAT_FORMAT = "gem-eval-base"
 # Runs in the child. It registers BASE_CHAT_FORMAT, for base models without a chat template:
 # "SYSTEM USER: ... ASSISTANT:" (Vicuna's layout, keeping the caller's system and tool
@@ -276,6 +281,13 @@ class LocalModelServer:
             cmd += ["--chat_format", self.chat_format]
         return cmd
 
+    def environment(self) -> dict[str, str]:
+        """The server's environment: ours without the variables its settings would read
+        (:data:`_SERVER_ENV_VARS`), with OpenMP's threads sleeping rather than spinning
+        while they wait, unless ``OMP_WAIT_POLICY`` is set."""
+        ours = {k: v for k, v in os.environ.items() if k.upper() not in _SERVER_ENV_VARS}
+        return {**_SERVER_ENV_DEFAULTS, **ours}
+
     async def start(self) -> str:
         """Launch the server and wait until ``GET /v1/models`` answers 200.
 
@@ -297,14 +309,13 @@ class LocalModelServer:
             fd, name = tempfile.mkstemp(prefix="gem-eval-llama-server-", suffix=".log")
             os.close(fd)
             self.log_path = Path(name)
-        env = {k: v for k, v in os.environ.items() if k.upper() not in _SERVER_ENV_VARS}
         with self.log_path.open("wb") as log:
             self._proc = subprocess.Popen(
                 self.command(),
                 stdin=subprocess.DEVNULL,
                 stdout=log,
                 stderr=subprocess.STDOUT,
-                env=env,
+                env=self.environment(),
                 start_new_session=True,  # own process group: Ctrl-C does not reach it
             )
         _running.add(self)

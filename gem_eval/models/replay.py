@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import re
 
+from gem_eval.clock import TimeLimitReached
 from gem_eval.errors import GemEvalError, ModelCallError
 from gem_eval.models.base import GenerateConfig, Message, Model, ModelOutput, ToolSchema
 from gem_eval.trajectory import Trajectory
@@ -71,7 +72,7 @@ class ReplayModel(Model):
         itself (or it diverged)."""
         traj = self.trajectory
         if traj.outcome == "truncated" and traj.truncated_by == "max_time":
-            return TimeoutError("the recorded episode reached its time limit here")
+            return TimeLimitReached("the recorded episode reached its time limit here")
         if traj.outcome == "model_error" and traj.error:
             found = _STATUS.match(traj.error)
             status, text = (int(found[1]), found[2]) if found else (None, traj.error)

@@ -43,7 +43,8 @@ class ReportData:
     """Everything one report page shows.
 
     Attributes:
-        runs: One manifest summary per run, in the order given; with two runs, each
+        runs: One manifest summary per run, in the order given (with ``phases``: the
+            mean seconds per phase of its episodes that timed them); with two runs, each
             says its ``role``: ``baseline`` (the first) or ``new``. Its ``label`` names it
             in the plots' legends: its role, else ``run <number>``.
         boards: Leaderboard records by grouping (``model``, ``task``, ``category``).
@@ -83,6 +84,7 @@ def build(index: Index, results_dir: Path, run_ids: list[str], gamma: float = 1.
     """
     from gem_eval.metrics import summarize
     from gem_eval.metrics.render import to_text
+    from gem_eval.phases import mean_phases
 
     frame = index.episodes_frame(run_ids=run_ids)
     known = {run["run_id"]: run for run in index.runs()}
@@ -96,14 +98,18 @@ def build(index: Index, results_dir: Path, run_ids: list[str], gamma: float = 1.
         _add_comparison(data, index, [known[r] for r in run_ids])
     for number, run in enumerate(data.runs, 1):  # how the plots' legends name it
         run["label"] = run.get("role") or f"run {number}"
-    for run_id in run_ids:
+    for run_id, run in zip(run_ids, data.runs, strict=True):
         run_dir = RunDir(results_dir / run_id)
+        timed: list[dict[str, float]] = []
         for record in run_dir.latest_by_key().values():
+            timed += [record.phases] if record.phases else []
             data.episodes.append(_summary(record))
             body = transcript(record, gamma)
             if record.trajectory is not None and record.trajectory.agent_run is not None:
                 body["casts"] = agent_casts(run_dir.path, record)
             data.transcripts.append(pack(body))
+        run["phases"] = mean_phases(timed)
+        run["phases_timed"] = len(timed)
     return data
 
 

@@ -29,6 +29,7 @@ _TEMPLATE = """<!DOCTYPE html>
 --format json</code>; scores and CIs are over samples, cost and tokens over all episodes.</p>
 <div class="scroll"><table id="board"></table></div></section>
 {comparison}
+{phases}
 <section id="plots"><h2>Plots</h2><div class="plots">{plots}</div></section>
 <section id="episodes"><h2>Episodes</h2>
 <div class="filters">
@@ -62,6 +63,7 @@ def render(data: ReportData, title: str = "gem-eval report") -> str:
         for anchor, name in [
             ("leaderboard", "leaderboard"),
             *([("comparison", "comparison")] if data.gate else []),
+            *([("phases", "phases")] if any(r.get("phases") for r in data.runs) else []),
             ("plots", "plots"),
             ("episodes", "episodes"),
         ]
@@ -72,6 +74,7 @@ def render(data: ReportData, title: str = "gem-eval report") -> str:
         js=_static("report.js"),
         nav=nav,
         comparison=_comparison(data),
+        phases=_phases(data),
         plots="".join(
             f'<figure id="plot-{name}"><figcaption>{caption}</figcaption>{svg}</figure>'
             for name, caption, svg in figures
@@ -148,6 +151,31 @@ def _comparison(data: ReportData) -> str:
         )
     parts.append("</section>")
     return "\n".join(parts)
+
+
+def _phases(data: ReportData) -> str:
+    """Where an episode's time went, per run: the mean seconds of each phase (sandbox
+    start, set-up, the agent, the verifier, the audit ...), when its episodes timed them."""
+    runs = [r for r in data.runs if r.get("phases")]
+    if not runs:
+        return ""
+    from gem_eval.phases import PHASES
+
+    names = [p for p in PHASES if any(p in r["phases"] for r in runs)]
+    e = html.escape
+    head = "".join(f"<th>{e(p)}</th>" for p in names)
+    rows = "".join(
+        f"<tr><td>{e(str(r['label']))}</td><td>{r['phases_timed']}</td>"
+        + "".join(f"<td>{r['phases'].get(p, 0.0):.2f}</td>" for p in names)
+        + f"<td>{sum(r['phases'].values()):.2f}</td></tr>"
+        for r in runs
+    )
+    return (
+        '<section id="phases"><h2>Where the time went</h2><p>Mean seconds per episode in '
+        "each phase (<code>sandbox_wait</code> is waiting for a sandbox slot, not work).</p>"
+        f'<table id="phases-table"><thead><tr><th>run</th><th>episodes</th>{head}'
+        f"<th>total</th></tr></thead><tbody>{rows}</tbody></table></section>"
+    )
 
 
 def _fmt(value: Any) -> str:

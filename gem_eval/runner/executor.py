@@ -21,7 +21,9 @@ from gem_eval.budget import Budget
 from gem_eval.envs.hosted import HostedEnv
 from gem_eval.errors import GemEvalError, UserError
 from gem_eval.models.base import GenerateConfig, Model
+from gem_eval.models.paid_replies import ReplayingModel
 from gem_eval.models.response_cache import CachedModel, ResponseCache, cacheable
+from gem_eval.phases import clocked, phase, remainder
 from gem_eval.records import EpisodeRecord, EpisodeSpec, ModelSpec, TaskSpec
 from gem_eval.registration import make
 from gem_eval.runner.judging import Judges, reference_answer
@@ -90,7 +92,9 @@ class LocalExecutor(Executor):
 
     Args:
         model_factory: Builds a :class:`Model` from a :class:`ModelSpec` (one instance per
-            model is shared by all its episodes, so its connection limit is shared).
+            model is shared by all its episodes, so its connection limit is shared). A
+            model with :attr:`~gem_eval.models.base.Model.max_episodes` plays at most that
+            many episodes at once; the others wait their turn before they start.
         provisioner: Gives episodes their tools and sandboxes (default: a new one).
         cache: Serve model replies from this response cache, and store new ones
             (``--cache``); the caller opens and closes it. Reference agents are not cached.
@@ -106,6 +110,7 @@ class LocalExecutor(Executor):
         self.provisioner = provisioner or Provisioner()
         self.cache = cache
         self.models: dict[str, Model] = {}
+        self._episode_slots: dict[str, asyncio.Semaphore] = {}  # by model name
         self.redactor: Redactor | None = None
         self.budget: Budget | None = None
         self.tasks: list[TaskSpec] = []
@@ -119,6 +124,8 @@ class LocalExecutor(Executor):
             if spec.name not in self.models:
                 model = self.model_factory(spec)
                 self.models[spec.name] = model  # closed by aclose, even if start fails
+                if model.max_episodes is not None:
+                    self._episode_slots[spec.name] = asyncio.Semaphore(model.max_episodes)
                 refuse = getattr(model, "check_tasks", None)  # the oracle: tasks it cannot play
                 if refuse is not None:
                     refuse(self.tasks)
@@ -150,6 +157,20 @@ class LocalExecutor(Executor):
             )
 
     async def run(self, run_id: str, spec: EpisodeSpec) -> EpisodeRecord:
+        slots = self._episode_slots.get(spec.model.name)
+        if slots is None:
+            return await self._play(run_id, spec)
+        async with slots:
+            return await self._play(run_id, spec)
+
+    async def _play(self, run_id: str, spec: EpisodeSpec) -> EpisodeRecord:
+        with clocked() as clock:
+            record = await self._clocked(run_id, spec)
+        if clock.seconds():
+            record.phases = clock.seconds()
+        return record
+
+    async def _clocked(self, run_id: str, spec: EpisodeSpec) -> EpisodeRecord:
         started = time.time()
         model = self.models[spec.model.name]
         task = spec.task
@@ -171,6 +192,9 @@ class LocalExecutor(Executor):
             # Epoch and seed in the key: each sampled epoch keeps its own replies.
             salt = {"epoch": spec.epoch, "seed": spec.seed}
             model = CachedModel(model, self.cache, salt=salt, backend=spec.model.backend)
+        if spec.paid_replies is not None and cacheable(model):
+            # An episode cut mid-way goes on from the calls it paid for (never the cache's).
+            model = ReplayingModel(model, spec.paid_replies)
         hosted = env.unwrapped if isinstance(env.unwrapped, HostedEnv) else None
         limits = task.limits.model_dump()
         try:
@@ -187,31 +211,33 @@ class LocalExecutor(Executor):
                 task, resources, setup=functools.partial(_prepare, env.unwrapped)
             ) as (tools, sandbox):
                 if agent_plays and sandbox is not None:
-                    trajectory, files = await self.programs.play(
-                        env,
-                        task,
-                        model,
-                        sandbox,
-                        seed=spec.seed,
-                        config=config,
-                        timeout_s=limits["max_time_s"],
-                        budget=self.budget,
-                        redactor=self.redactor,
-                    )
+                    with remainder("agent"):
+                        trajectory, files = await self.programs.play(
+                            env,
+                            task,
+                            model,
+                            sandbox,
+                            seed=spec.seed,
+                            config=config,
+                            timeout_s=limits["max_time_s"],
+                            budget=self.budget,
+                            redactor=self.redactor,
+                        )
                 else:
-                    trajectory = await run_episode(
-                        env,
-                        model,
-                        tools,
-                        Limits(**limits),
-                        seed=spec.seed,
-                        config=config,
-                        tool_mode=task.tool_mode,
-                        system_prompt=task.system_prompt,
-                        sandbox=sandbox,
-                        redactor=self.redactor,
-                        budget=self.budget,
-                    )
+                    with remainder("agent"):
+                        trajectory = await run_episode(
+                            env,
+                            model,
+                            tools,
+                            Limits(**limits),
+                            seed=spec.seed,
+                            config=config,
+                            tool_mode=task.tool_mode,
+                            system_prompt=task.system_prompt,
+                            sandbox=sandbox,
+                            redactor=self.redactor,
+                            budget=self.budget,
+                        )
                     files = _attachments(tools, self.redactor)
         except GemEvalError as exc:  # no sandbox or tool server: not the model's fault
             return failed_record(run_id, spec, started, exc, outcome="infra_error")
@@ -219,14 +245,15 @@ class LocalExecutor(Executor):
             env.close()
         record = to_record(run_id, spec, trajectory, started)
         if task.scorer == "judge":
-            record = await self.judges.judge(
-                spec,
-                record,
-                reference_answer(env),
-                cache=self.cache,
-                redact=self.redactor,
-                budget=self.budget,
-            )
+            with phase("judge"):
+                record = await self.judges.judge(
+                    spec,
+                    record,
+                    reference_answer(env),
+                    cache=self.cache,
+                    redact=self.redactor,
+                    budget=self.budget,
+                )
         record.attach(files)
         return record
 
@@ -257,6 +284,7 @@ class LocalExecutor(Executor):
             for model in self.models.values():
                 await model.aclose()
             self.models.clear()
+            self._episode_slots.clear()
             try:
                 await self.judges.aclose()
             finally:

@@ -178,6 +178,7 @@ def plan_run(
     todo = _still_to_play(specs, history, options.max_attempts)
     if resume is not None:  # a forced --agent: the tasks as this session plays them
         manifest.tasks = resume_rules.replayed_tasks(manifest.tasks, [s.task for s in todo])
+        todo = resume_rules.with_paid_replies(todo, run_dir, manifest.sessions)
     totals = Counter(s.task.id for s in specs)
     done = totals - Counter(s.task.id for s in todo)
     given_up = sum(

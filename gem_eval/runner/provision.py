@@ -28,6 +28,7 @@ from typing import Any
 
 from gem_eval.envs.hosted import EpisodeResources, HostedEnv
 from gem_eval.errors import UserError
+from gem_eval.phases import phase, remainder
 from gem_eval.records import SandboxSpec, TaskSpec, ToolSpec
 from gem_eval.sandbox.base import Sandbox
 from gem_eval.sandbox.capacity import HostCapacity, footprint
@@ -230,28 +231,33 @@ class Provisioner:
         opened: list[tuple[ToolKit, list[Tool]]] = []
         try:
             if spec is not None and spec.per == "task":
-                sandbox = await self._task_sandbox(task.id, spec)
+                with phase("sandbox_start"):
+                    sandbox = await self._task_sandbox(task.id, spec)
             elif spec is not None:
                 pool = self._pool(spec, hosted=resources is not None)
-                await pool[1].acquire()
+                with phase("sandbox_wait"):
+                    await pool[1].acquire()
                 try:
-                    sandbox = await pool[0].acquire()
+                    with phase("sandbox_start"):
+                        sandbox = await pool[0].acquire()
                 except BaseException:
                     pool[1].release()
                     pool = None
                     raise
                 self._described["sandboxes"][_key(spec)] = sandbox.describe()
-            if setup is not None and sandbox is not None:
-                await setup(sandbox)
-            for tool_spec in tool_specs:
-                kit = self.kit(tool_spec)
-                opened.append((kit, await kit.open(sandbox if kit.needs_sandbox else None)))
-                self._describe_tool(tool_spec.name, kit.describe())
+            with remainder("setup"):
+                if setup is not None and sandbox is not None:
+                    await setup(sandbox)
+                for tool_spec in tool_specs:
+                    kit = self.kit(tool_spec)
+                    opened.append((kit, await kit.open(sandbox if kit.needs_sandbox else None)))
+                    self._describe_tool(tool_spec.name, kit.describe())
             if resources is not None and resources.service:
                 self._described.setdefault("services", {}).update(resources.service)
             yield [tool for _, tools in opened for tool in tools], sandbox
         finally:
-            await asyncio.shield(self._release(opened, sandbox, pool))
+            with phase("teardown"):
+                await asyncio.shield(self._release(opened, sandbox, pool))
 
     def _episode_spec(
         self, task: TaskSpec, resources: EpisodeResources | None

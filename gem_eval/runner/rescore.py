@@ -285,6 +285,7 @@ def _settle(
     summary.changed += new.score != old.score
     if new.trajectory is not None:  # a replay's own timing says nothing of the episode
         new.trajectory.duration_s = old.trajectory.duration_s
+        new.trajectory.queued_s = old.trajectory.queued_s
     write.add(
         new.model_copy(
             update={

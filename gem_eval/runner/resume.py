@@ -18,18 +18,28 @@ A forced change of a task (``--agent``, ``--max-turns``) plays the episodes left
 task as it is now: the manifest's task becomes that (:func:`replayed_tasks`), and each
 record keeps who played it, so a run resumed with ``--agent X --force`` shows a row per
 agent (see :func:`gem_eval.store.scorers.episode_agent`).
+
+
+An episode cut mid-way (a spent ``--max-cost``, a failure) goes on from the calls it paid
+for: its earlier records' replies are replayed while it asks what it asked then, and only
+the calls after them reach the model (:func:`with_paid_replies`; see
+:mod:`gem_eval.models.paid_replies`).
 """
 
 from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel
 
 from gem_eval.errors import UserError
-from gem_eval.records import ModelSpec, TaskSpec
+from gem_eval.models.paid_replies import PaidReplies
+from gem_eval.records import EpisodeSpec, ModelSpec, TaskSpec
+
+if TYPE_CHECKING:
+    from gem_eval.store import RunDir
 
 CONNECTION_FLAGS = {
     "base_url": "--model-base-url",
@@ -180,3 +190,25 @@ def replayed_tasks(tasks: list[TaskSpec], playing: list[TaskSpec]) -> list[TaskS
     now = {task.id: task for task in playing}
     kept = [now.pop(task.id, task) for task in tasks]
     return [*kept, *now.values()]
+
+
+def with_paid_replies(
+    todo: list[EpisodeSpec], run_dir: RunDir, sessions: list[dict[str, Any]]
+) -> list[EpisodeSpec]:
+    """``todo``, each episode with the calls its earlier attempts made (its
+    ``paid_replies``): replayed, not paid for again. Not those recorded before a forced
+    session changed what is measured: they answered other settings."""
+    wanted = {spec.key for spec in todo}
+    forced = [s.get("started_at", float("inf")) for s in sessions if s.get("forced")]
+    since = max(forced, default=float("-inf"))
+    paid: dict[str, PaidReplies] = {}
+    for record in run_dir.records() if wanted else ():
+        if record.key not in wanted or record.trajectory is None or record.started_at < since:
+            continue
+        replies = PaidReplies.of(record.trajectory)
+        if replies is not None:
+            paid.setdefault(record.key, PaidReplies()).add(replies)
+    return [
+        spec.model_copy(update={"paid_replies": paid[spec.key]}) if spec.key in paid else spec
+        for spec in todo
+    ]

@@ -14,7 +14,7 @@ from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
-from gem_eval.budget import Budget
+from gem_eval.budget import Budget, Forecast
 from gem_eval.outcomes import OUTCOMES
 from gem_eval.records import EpisodeRecord, EpisodeSpec, RunStatus
 from gem_eval.runner.executor import Executor
@@ -60,6 +60,11 @@ class RunSummary:
         given_up_before: Episodes given up in earlier sessions (their last attempt ended
             unscored: ``--max-attempts``) that this session did not play: the run is
             ``incomplete`` while there are any.
+        held_back: Why the runner stopped starting episodes before the budget was spent
+            (the next one's expected cost would not fit), or ``None``.
+        replayed_calls: Model calls of episodes cut mid-way before, replayed from their
+            records in this session (paid for then: not part of ``cost_usd`` again).
+        replayed_cost_usd: What those calls cost when they were made.
     """
 
     status: RunStatus
@@ -74,6 +79,9 @@ class RunSummary:
     judge_failed: int = 0
     judge_cost_usd: float = 0.0
     given_up_before: int = 0
+    held_back: str | None = None
+    replayed_calls: int = 0
+    replayed_cost_usd: float = 0.0
 
     @property
     def exit_code(self) -> int:
@@ -118,9 +126,12 @@ class Runner:
         executor: Plays one episode.
         sinks: Called with every record, in the order episodes finish.
         concurrency: Episodes in flight (each model also limits its own connections).
-        max_cost_usd: The run's budget (:mod:`gem_eval.budget`): no episode is scheduled
-            and no model call starts once the run has cost this much.
+        max_cost_usd: The run's budget (:mod:`gem_eval.budget`): an episode starts only
+            when its expected cost fits beside those in flight, and no model call starts
+            once the run has cost this much.
         spent_usd: What the run cost before (a resumed run), counted against the budget.
+        seen_costs: ``(model, task_id, cost_usd)`` of the run's episodes that ran to
+            their end in earlier sessions: what the next ones are expected to cost.
 
     A sink that fails (a full disk) stops the run: the episodes in flight are cancelled
     and the error is raised, since a run that cannot record is not a run.
@@ -135,6 +146,7 @@ class Runner:
         concurrency: int = 64,
         max_cost_usd: float | None = None,
         spent_usd: float = 0.0,
+        seen_costs: Sequence[tuple[str, str, float]] = (),
     ) -> None:
         if concurrency < 1:
             raise ValueError("concurrency must be at least 1")
@@ -143,6 +155,8 @@ class Runner:
         self.summary = RunSummary(status="running", cost_usd=spent_usd)
         self.budget = Budget(max_cost_usd, spent_usd)
         executor.use_budget(self.budget)  # model calls check it: no new call once spent
+        self.forecast = Forecast(seen_costs)
+        self._reserved: dict[str, float] = {}  # episode key -> its expected cost
         self._sink_error: BaseException | None = None
 
     async def run(self, specs: Sequence[EpisodeSpec]) -> RunSummary:
@@ -156,9 +170,10 @@ class Runner:
                 await slots.acquire()
                 if self._sink_error is not None or self.summary.stopped_by is not None:
                     break
-                if self._over_budget():
+                if self._over_budget() or not await self._admit(spec, in_flight):
                     slots.release()
-                    self.summary.status = "budget_exhausted"
+                    if self._sink_error is None and self.summary.stopped_by is None:
+                        self.summary.status = "budget_exhausted"
                     break
                 task = asyncio.create_task(self.executor.run(self.run_id, spec))
                 in_flight[task] = (spec, time.time())
@@ -188,6 +203,7 @@ class Runner:
         slots: asyncio.Semaphore,
     ) -> None:
         spec, started = in_flight.pop(task)
+        self._reserved.pop(spec.key, None)
         slots.release()
         if task.cancelled():
             self._emit(cancelled_record(self.run_id, spec, started))
@@ -216,9 +232,14 @@ class Runner:
             self._sink_error = exc
             return
         summary = self.summary
+        if record.scored:  # it ran to its end: what such an episode costs
+            self.forecast.add(record.model, record.task_id, record.total_cost_usd)
         summary.outcomes[record.outcome] += 1
         summary.gave_up += record.gave_up
-        summary.cost_usd += record.cost_usd or 0.0
+        # Calls replayed from an earlier attempt were counted in its record.
+        summary.cost_usd += (record.cost_usd or 0.0) - record.replayed_cost_usd
+        summary.replayed_calls += record.replayed_calls
+        summary.replayed_cost_usd += record.replayed_cost_usd
         if record.judge is not None:
             judge_cost = record.judge.usage.cost_usd or 0.0
             if record.judge.score is not None:
@@ -234,6 +255,44 @@ class Runner:
             summary.first_errors[record.outcome] = error
         if OUTCOMES[record.outcome].stops_run and summary.stopped_by is None:
             summary.stopped_by = f"model {record.model!r}: {error or record.outcome}"
+
+    async def _admit(
+        self,
+        spec: EpisodeSpec,
+        in_flight: dict[asyncio.Task[EpisodeRecord], tuple[EpisodeSpec, float]],
+    ) -> bool:
+        """Wait until ``spec``'s expected cost fits in the budget beside what the
+        episodes in flight are expected to cost; False when it cannot (not even alone),
+        or when the run stops meanwhile. With no expectation yet (no episode of its
+        model ran to its end), it starts when no episode of its model is in flight."""
+        cap = self.max_cost_usd
+        if cap is None:
+            return True
+        model, task_id = spec.model.name, spec.task.id
+        while True:
+            expected = self.forecast.expected(model, task_id)
+            if expected is not None and spec.paid_replies is not None:  # replayed, not paid
+                expected = max(0.0, expected - spec.paid_replies.cost_usd)
+            if expected is None:
+                if all(s.model.name != model for s, _ in in_flight.values()):
+                    return True
+            else:
+                committed = self.summary.cost_usd + sum(self._reserved.values())
+                if committed + expected <= cap:
+                    self._reserved[spec.key] = expected
+                    return True
+                if not in_flight:
+                    left = max(0.0, cap - self.summary.cost_usd)
+                    self.summary.held_back = (
+                        f"the next episode ({model} on {task_id}) is expected to cost "
+                        f"${expected:.6f}, more than the ${left:.6f} left"
+                    )
+                    return False
+            await asyncio.wait(list(in_flight), return_when=asyncio.FIRST_COMPLETED)
+            if self._sink_error is not None or self.summary.stopped_by is not None:
+                return False
+            if self._over_budget():
+                return False
 
     def _over_budget(self) -> bool:
         """Spent, by the calls' meter or by the records (an executor whose calls do not

@@ -33,6 +33,7 @@ def to_record(
 ) -> EpisodeRecord:
     """The record of a played episode."""
     usage = trajectory.usage
+    replayed = [s.output.usage for s in trajectory.steps if s.output.replayed]
     return EpisodeRecord(
         **_identity(run_id, spec),
         outcome=trajectory.outcome,
@@ -44,6 +45,8 @@ def to_record(
         cost_usd=usage.cost_usd,
         latency_s=trajectory.duration_s,
         retries=trajectory.retries,
+        replayed_calls=len(replayed),
+        replayed_cost_usd=sum(u.cost_usd or 0.0 for u in replayed),
         gave_up=gave_up(spec, trajectory.outcome),
         started_at=started_at,
         finished_at=time.time(),

@@ -171,8 +171,13 @@ async def execute_run(
     except BaseException:
         await _release(executor, cache)
         raise
-    # Every episode recorded so far was paid for, superseded ones too, and its judge.
-    spent = sum(_spent(r) for r in plan.run_dir.records())
+    # Every episode recorded so far was paid for, superseded ones too, and its judge
+    # (but the calls a record replayed from an earlier one: counted there).
+    spent, seen = 0.0, []
+    for earlier in plan.run_dir.records():
+        spent += earlier.spent_usd
+        if earlier.scored:  # it ran to its end: what the next such episode may cost
+            seen.append((earlier.model, earlier.task_id, earlier.total_cost_usd))
     runner = Runner(
         manifest.run_id,
         executor,
@@ -180,6 +185,7 @@ async def execute_run(
         concurrency=options.concurrency,
         max_cost_usd=options.max_cost_usd,
         spent_usd=spent,
+        seen_costs=seen,
     )
     runner.summary.given_up_before = plan.given_up
     try:
@@ -226,7 +232,7 @@ def settle_idle(plan: PlannedRun) -> RunSummary:
     with given-up episodes); the manifest is written only when that corrects it."""
     manifest = plan.manifest
     summary = RunSummary(status="finished", given_up_before=plan.given_up)
-    summary.cost_usd = sum(_spent(r) for r in plan.run_dir.records())
+    summary.cost_usd = sum(r.spent_usd for r in plan.run_dir.records())
     summary.settle()
     stored = plan.run_dir.read_manifest()
     if stored.status != summary.status:
@@ -236,12 +242,6 @@ def settle_idle(plan: PlannedRun) -> RunSummary:
         _Recorder(plan.run_dir).close(stored)
     manifest.status = stored.status
     return summary
-
-
-def _spent(record: EpisodeRecord) -> float:
-    """What an episode cost: its model's calls and its judge's."""
-    judge = record.judge.usage.cost_usd if record.judge is not None else None
-    return (record.cost_usd or 0.0) + (judge or 0.0)
 
 
 def _count_cache(manifest: RunManifest, summary: RunSummary, counts: dict[str, int] | None) -> None:

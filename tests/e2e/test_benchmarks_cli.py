@@ -104,6 +104,11 @@ def test_the_terminal_bench_suite_with_a_model_that_solves_every_task(
         assert rec["outcome"] == "completed" and rec["turns"] == 2
         [event] = rec["trajectory"]["steps"][0]["tool_events"]
         assert event["name"] == "bash" and not event["is_error"]
+        # Where its time went: each phase timed, together no more than the episode took.
+        phases = rec["phases"]
+        assert {"sandbox_start", "setup", "agent", "verifier", "audit", "teardown"} <= set(phases)
+        assert min(phases[p] for p in ("sandbox_start", "agent", "verifier", "audit")) > 0
+        assert sum(phases.values()) <= rec["finished_at"] - rec["started_at"] + 0.01
     layouts = {r["trajectory"]["steps"][-1]["info"]["layout"] for r in recs}
     assert layouts == {"tb1", "tb2"}
     assert "bash" in manifest["resources"]["tools"]

@@ -172,6 +172,19 @@ def test_command_line(tmp_path: Path) -> None:
         _ = server.base_url
 
 
+def test_the_servers_threads_sleep_while_they_wait(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Spinning OpenMP threads made every call 10x slower beside another job on two cores.
+    monkeypatch.delenv("OMP_WAIT_POLICY", raising=False)
+    monkeypatch.setenv("PORT", "9999")  # uvicorn would take it over the command line
+    server = LocalModelServer(tmp_path / "gemma3-270m.gguf", port=8123)
+    env = server.environment()
+    assert env["OMP_WAIT_POLICY"] == "PASSIVE" and "PORT" not in env
+    monkeypatch.setenv("OMP_WAIT_POLICY", "ACTIVE")  # the user's choice stands
+    assert server.environment()["OMP_WAIT_POLICY"] == "ACTIVE"
+
+
 def test_any_other_gguf_uses_its_own_template(tmp_path: Path) -> None:
     server = LocalModelServer(tmp_path / "qwen.gguf", port=8123, model_alias="q")
     assert server.chat_format is None and "--chat_format" not in server.command()

@@ -274,3 +274,25 @@ def test_waiters_are_served_in_order_and_cancellation_frees_nothing_twice() -> N
     asyncio.run(main())
     assert order == [0, 2, 3]
     assert limit.in_flight == 0
+
+
+def test_a_429_now_and_then_holds_back_no_other_call() -> None:
+    """A server that refuses one call in twenty is not overloaded: the refused call waits
+    its Retry-After, and the limit stays where it was. When refusals become a real share
+    of the answers, the limit is cut."""
+    clock = FakeClock()
+    limit = AdaptiveLimit(initial=64, clock=clock)
+    for i in range(400):
+        clock.now += 0.05
+        if i % 20 == 19:
+            assert not limit.on_rate_limit(limit.epoch)
+        else:
+            limit.on_success()
+    assert (limit.limit, limit.cuts) == (64, 0)
+    for _ in range(8):  # then the server starts refusing one call in three
+        limit.on_success()
+        limit.on_success()
+        cut = limit.on_rate_limit(limit.epoch)
+        if cut:
+            break
+    assert cut and limit.limit == 51

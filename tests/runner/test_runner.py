@@ -351,3 +351,35 @@ def test_no_model_call_starts_once_the_budget_is_spent() -> None:
     )
     assert all(r.score is None for r in cut)  # not scored: --resume plays them again
     assert len(seen) <= 4 + 1  # no episode was scheduled after the cap
+
+
+def test_near_the_cap_episodes_in_flight_finish_and_are_scored() -> None:
+    """64 in flight and a cap that pays for a few episodes: the runner starts only what
+    the budget can carry (one first, to learn what an episode costs), so that episodes
+    are scored rather than all cut mid-way when the cap is reached."""
+    executor = LocalExecutor(lambda spec: _PricedModel(["x"], name=spec.name))
+    seen: list[EpisodeRecord] = []
+    runner = Runner("r", executor, [seen.append], concurrency=64, max_cost_usd=0.5)
+
+    async def main() -> Any:
+        await executor.start([ModelSpec(name="scripted")])
+        summary = await runner.run(specs(64, env_id="game:GuessTheNumber-v0-easy"))
+        await executor.aclose()
+        return summary
+
+    summary = asyncio.run(main())
+    scored = [r for r in seen if r.scored]
+    cut = [r for r in seen if r.outcome == "cancelled"]
+    assert summary.status == "budget_exhausted" and len(seen) < 64
+    assert len(scored) >= 3 and len(cut) <= len(scored) // 2, [r.outcome for r in seen]
+    assert sum(r.cost_usd or 0.0 for r in seen) <= 0.5 + 1e-9 + 0.01 * len(cut)
+    assert summary.held_back is None or "is expected to cost $" in summary.held_back
+
+
+def test_a_forecast_learns_per_model_and_task() -> None:
+    from gem_eval.budget import Forecast
+
+    forecast = Forecast([("a", "t1", 1.0), ("a", "t1", 3.0), ("a", "t2", 10.0)])
+    assert forecast.expected("a", "t1") == 2.0  # its own task's mean
+    assert forecast.expected("a", "t3") == pytest.approx(14.0 / 3)  # the model's, any task
+    assert forecast.expected("b", "t1") is None  # nothing known: a probe first

@@ -11,7 +11,7 @@ import pytest
 
 from gem_eval.errors import UserError
 from gem_eval.models import ScriptedModel
-from gem_eval.models.base import GenerateConfig, Message, Model, ModelOutput, ToolSchema
+from gem_eval.models.base import GenerateConfig, Message, Model, ModelOutput, ToolSchema, Usage
 from gem_eval.records import ModelSpec
 from gem_eval.runner import EXIT_CONFIG_ERROR, EXIT_HARNESS_ERROR, EXIT_OK
 from gem_eval.runner.resume import ResumeRequest
@@ -260,17 +260,21 @@ def test_a_resumed_budget_counts_what_judges_spent_too() -> None:
     from gem_eval.judge import JudgeVerdict
     from gem_eval.models.base import Usage
     from gem_eval.records import EpisodeRecord
-    from gem_eval.runner.session import _spent
 
     record = EpisodeRecord(
         run_id="r", key="k", model="m", task_id="t", sample=0, epoch=0, outcome="completed",
         score=1.0, success=True, turns=1, cost_usd=0.01, started_at=0.0, finished_at=1.0,
     )  # fmt: skip
-    assert _spent(record) == pytest.approx(0.01)
+    assert record.spent_usd == pytest.approx(0.01)
     record.judge = JudgeVerdict(model="j", usage=Usage(cost_usd=0.02))
-    assert _spent(record) == pytest.approx(0.03)
+    assert record.spent_usd == pytest.approx(0.03)
     record.cost_usd = None  # a model without a price: its judge's cost still counts
-    assert _spent(record) == pytest.approx(0.02)
+    assert record.spent_usd == pytest.approx(0.02)
+    # Calls replayed from a cut attempt's record were paid for in it: the episode costs
+    # them, this record's play did not.
+    record.cost_usd, record.replayed_cost_usd = 0.01, 0.004
+    assert record.total_cost_usd == pytest.approx(0.03)
+    assert record.spent_usd == pytest.approx(0.026)
 
 
 def test_resume_changes_one_models_server_and_keeps_the_others(suite: Path, tmp_path: Path) -> None:
@@ -339,3 +343,52 @@ def test_a_resume_whose_setup_fails_leaves_the_run_as_it_was(suite: Path, tmp_pa
     with pytest.raises(ModelConfigError, match="cannot reach"):
         asyncio.run(execute_run(again))
     assert run_dir.manifest_path.read_bytes() == before  # not marked failed
+
+
+WRONG_GUESSES = """
+name: wrong-guesses
+defaults: {samples: 2, limits: {max_turns: 10}, seed: 0}
+tasks:
+  - env: game:GuessTheNumber-v0
+    args: {min_number: 1, max_number: 1000, max_turns: 5}
+"""
+
+
+def test_resume_goes_on_from_the_calls_an_episode_cut_mid_way_paid_for(tmp_path: Path) -> None:
+    """An episode cut after two calls (the server went down) is played on from its record:
+    its two calls replayed, the three after them made. A forced change of what is
+    measured replays nothing: the replies answered other settings."""
+    from gem_eval.errors import ModelCallError
+
+    suite = tmp_path / "guesses.yaml"
+    suite.write_text(WRONG_GUESSES)
+    results = tmp_path / "r"
+
+    def down_after_two(messages: list[Message]) -> Any:
+        if sum(m["role"] == "assistant" for m in messages) >= 2:
+            return ModelCallError("503 down", status=503, transient=True)
+        return ModelOutput(text="\\boxed{1001}", usage=Usage(cost_usd=0.1))
+
+    flaky = ScriptedModel(down_after_two)
+    _, run_dir = play(suite, results, lambda spec: flaky, ["scripted"])
+    cut = run_dir.latest_by_key()
+    assert [(r.outcome, r.turns) for r in cut.values()] == [("infra_error", 2)] * 2
+
+    run_id = run_dir.run_id
+    again = plan_run(None, [], RunOptions(), results, resume=run_id)
+    assert all(s.paid_replies is not None and len(s.paid_replies.calls) == 2 for s in again.todo)
+    model = ScriptedModel([ModelOutput(text="\\boxed{1001}", usage=Usage(cost_usd=0.1))])
+    summary = asyncio.run(execute_run(again, model_factory=lambda spec: model))
+    assert summary.status == "finished" and len(model.calls) == 2 * 3
+    assert summary.cost_usd == pytest.approx(0.1 * (2 * 2 + 2 * 3))  # each call once
+    done = run_dir.latest_by_key()
+    assert [(r.outcome, r.turns, r.replayed_calls) for r in done.values()] == [
+        ("completed", 5, 2)
+    ] * 2
+    assert all(r.cost_usd == pytest.approx(0.5) for r in done.values())  # the whole episode
+
+    forced = tmp_path / "forced"
+    _, run_dir = play(suite, forced, lambda spec: flaky, ["scripted"])
+    more_turns = ResumeRequest(options={"overrides": {"limits": {"max_turns": 9}}}, force=True)
+    again = plan_run(None, [], RunOptions(), forced, resume=run_dir.run_id, request=more_turns)
+    assert len(again.todo) == 2 and all(s.paid_replies is None for s in again.todo)

@@ -27,6 +27,7 @@ from gem_eval.envs.hosted import EpisodeResources, ExpandedTask, HostedEnv
 from gem_eval.envs.terminal import audit, grader, loads, tracer, verifier
 from gem_eval.envs.terminal.layout import find_tasks, is_task_dir, load_task
 from gem_eval.errors import TamperError
+from gem_eval.phases import phase
 from gem_eval.records import SandboxSpec, ToolSpec
 from gem_eval.sandbox.base import Sandbox
 
@@ -122,7 +123,8 @@ class TerminalEnv(HostedEnv):
     async def aready(self) -> None:
         probe, self._probe = self._probe, None
         if probe is not None:
-            self._baseline = await probe
+            with phase("audit"):  # the toolchain's record, begun in asetup
+                self._baseline = await probe
 
     def close(self) -> None:
         if self._probe is not None:
@@ -136,7 +138,8 @@ class TerminalEnv(HostedEnv):
         if self.stop_agent_processes:
             # First, so no process of the agent's can change the toolchain after the
             # audit; if the agent replaced the shell that kills them, the audit says so.
-            await grader.stop_agent_processes(sandbox, self._own_pids)
+            with phase("verifier"):
+                await grader.stop_agent_processes(sandbox, self._own_pids)
         base = self._baseline
         launch = None
         audited = "off"
@@ -146,22 +149,27 @@ class TerminalEnv(HostedEnv):
                 raise RuntimeError("the verifier's toolchain was not recorded (asetup)")
             launch = verifier.plan(self.task, base.toolchain)
             if self.task.audit:
-                how = await audit.check(
-                    sandbox,
-                    base,
-                    self.task.audit_exclude,
-                    stopped=self.stop_agent_processes,
-                    notes=notes,
-                )
-                audited = f"passed ({how})"
-                launch.trace = await self._trace(base, notes)
-        reward, info = await grader.run_tests(sandbox, self.task, launch)
+                with phase("audit"):
+                    how = await audit.check(
+                        sandbox,
+                        base,
+                        self.task.audit_exclude,
+                        stopped=self.stop_agent_processes,
+                        notes=notes,
+                    )
+                    audited = f"passed ({how})"
+                    launch.trace = await self._trace(base, notes)
+        with phase("verifier"):
+            reward, info = await grader.run_tests(sandbox, self.task, launch)
         report = info.pop("trace", None)
         if base is not None and report is not None:
-            tampered, more = await loads.judge(report, base.toolchain, self.task, sandbox)
-            if self.stop_agent_processes and not report.untraced:
-                left = await audit.untraced(sandbox, base)
-                tampered += [f"a process outside the trace ran during the tests: {c}" for c in left]
+            with phase("audit"):
+                tampered, more = await loads.judge(report, base.toolchain, self.task, sandbox)
+                if self.stop_agent_processes and not report.untraced:
+                    left = await audit.untraced(sandbox, base)
+                    tampered += [
+                        f"a process outside the trace ran during the tests: {c}" for c in left
+                    ]
             if tampered:
                 raise TamperError(tampered)
             notes += more
