@@ -172,3 +172,23 @@ class Model(ABC):
 
     async def __aexit__(self, *exc: object) -> None:
         await self.aclose()
+
+
+class ModelWrapper(Model):
+    """A model that answers through ``inner`` for one episode (a cache, a replay): it
+    takes ``inner``'s name and traits, and passes on every attribute it does not set
+    (``api_base``, ``limit`` ...). It starts and closes nothing: ``inner`` is the run's."""
+
+    def __init__(self, inner: Model) -> None:
+        self.inner = inner
+        self.name = inner.name
+        self.supports_tools = inner.supports_tools
+        self.default_concurrency = inner.default_concurrency
+        self.max_episodes = inner.max_episodes
+
+    def __getattr__(self, name: str) -> Any:
+        # Only reached for attributes not set here.
+        inner = self.__dict__.get("inner")
+        if inner is None:  # not initialised (a copy being made)
+            raise AttributeError(name)
+        return getattr(inner, name)

@@ -28,11 +28,18 @@ from __future__ import annotations
 
 import hashlib
 import json
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from pydantic import BaseModel, Field
 
-from gem_eval.models.base import GenerateConfig, Message, Model, ModelOutput, ToolSchema
+from gem_eval.models.base import (
+    GenerateConfig,
+    Message,
+    Model,
+    ModelOutput,
+    ModelWrapper,
+    ToolSchema,
+)
 
 if TYPE_CHECKING:
     from gem_eval.trajectory import Trajectory
@@ -96,7 +103,7 @@ class PaidReplies(BaseModel):
         return cls(calls=calls) if calls else None
 
 
-class ReplayingModel(Model):
+class ReplayingModel(ModelWrapper):
     """``inner`` for one episode, each request ``replies`` holds answered from there until
     the first that it does not hold; from that one on, ``inner`` answers.
 
@@ -110,21 +117,10 @@ class ReplayingModel(Model):
     """
 
     def __init__(self, inner: Model, replies: PaidReplies) -> None:
-        self.inner = inner
+        super().__init__(inner)
         self.paid = {c.request: c.output for c in replies.calls}
-        self.name = inner.name
-        self.supports_tools = inner.supports_tools
-        self.default_concurrency = inner.default_concurrency
-        self.max_episodes = inner.max_episodes
         self.replayed = 0
         self.left = False
-
-    def __getattr__(self, name: str) -> Any:
-        # Only reached for attributes not set here: api_base, api_key, limit ...
-        inner = self.__dict__.get("inner")
-        if inner is None:  # not initialised (a copy being made)
-            raise AttributeError(name)
-        return getattr(inner, name)
 
     async def generate(
         self,

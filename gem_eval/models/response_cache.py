@@ -41,7 +41,14 @@ from pydantic import ValidationError
 
 from gem_eval.cache import cache_dir, file_lock
 from gem_eval.errors import GemEvalError
-from gem_eval.models.base import GenerateConfig, Message, Model, ModelOutput, ToolSchema
+from gem_eval.models.base import (
+    GenerateConfig,
+    Message,
+    Model,
+    ModelOutput,
+    ModelWrapper,
+    ToolSchema,
+)
 
 FORMAT_VERSION = 1
 """Part of every key: raising it retires every entry written before."""
@@ -265,7 +272,7 @@ def cacheable(model: Model) -> bool:
     return not isinstance(model, NoopModel) and model.name not in REFERENCE_MODELS
 
 
-class CachedModel(Model):
+class CachedModel(ModelWrapper):
     """``inner`` for one episode, its replies served from ``cache`` when stored.
 
     Args:
@@ -289,19 +296,10 @@ class CachedModel(Model):
     ) -> None:
         if not cacheable(inner):
             raise ValueError(f"model {inner.name!r} acts on the episode: not cacheable")
-        self.inner, self.cache = inner, cache
+        super().__init__(inner)
+        self.cache = cache
         self.salt = salt or {}
         self.backend = backend or type(inner).__name__
-        self.name = inner.name
-        self.supports_tools = inner.supports_tools
-        self.default_concurrency = inner.default_concurrency
-
-    def __getattr__(self, name: str) -> Any:
-        # Only reached for attributes not set here: api_base, api_key, limit ...
-        inner = self.__dict__.get("inner")
-        if inner is None:  # not initialised (a copy being made)
-            raise AttributeError(name)
-        return getattr(inner, name)
 
     async def generate(
         self,
