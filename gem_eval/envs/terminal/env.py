@@ -147,7 +147,7 @@ class TerminalEnv(HostedEnv):
         if self.protect_verifier:
             if base is None:
                 raise RuntimeError("the verifier's toolchain was not recorded (asetup)")
-            launch = verifier.plan(self.task, base.toolchain)
+            launch = verifier.plan(self.task, base.toolchain, base.since)
             if self.task.audit:
                 with phase("audit"):
                     how = await audit.check(

@@ -17,11 +17,13 @@ records the image's GNU ``find`` (with its loader and libraries, by hash) for th
 to run later.
 
 Nothing stays in the container; the result is kept host-side, once per image and task
-(a container's files are its image's until the agent acts).
+(a container's files are its image's until the agent acts), in the process and on disk
+(:mod:`~gem_eval.envs.terminal.toolchain_cache`).
 """
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 import posixpath
 import re
@@ -30,6 +32,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from gem_eval.envs.terminal import toolchain_cache
 from gem_eval.envs.terminal.layout import TerminalTask
 from gem_eval.errors import SandboxError
 from gem_eval.sandbox.base import Sandbox
@@ -89,6 +92,7 @@ _PROBE_OUT = "/tmp/.gem-eval-probe"
 _LISTING_OUT = "/tmp/.gem-eval-listing"
 _CACHE: dict[tuple[str, str], Toolchain] = {}
 _BLOBS: dict[str, bytes] = {}  # sha256 -> bytes of the audit's programs
+_IMAGE_IDS: dict[str, str] = {}  # image name -> ID, for the on-disk cache
 
 _PROBE = Path(__file__).with_name("probe.sh")
 """The probe (a POSIX shell script with a Python part), run in the pristine container."""
@@ -321,24 +325,68 @@ def parse_listing(data: bytes) -> dict[str, tuple[str, float, str]]:
 
 async def probe(sandbox: Sandbox, task: TerminalTask) -> Toolchain:
     """Find the verifier's toolchain in the pristine container (see the module
-    docstring). Kept for the next container of the same image and task."""
+    docstring). Kept for the next container of the same image and task, in this process
+    and on disk (:mod:`~gem_eval.envs.terminal.toolchain_cache`)."""
     script = probe_script(task)
     key = (str(getattr(sandbox, "image", "")), script)
     if key[0] and key in _CACHE:
         return _CACHE[key]
+    kept = await _kept_key(sandbox, script)
+    record = toolchain_cache.load(kept) if kept else None
+    if record is not None:
+        found = _read(*record)
+        if found.checker is not None:
+            for digest in found.checker.sha256.values():
+                data = _BLOBS.get(digest) or toolchain_cache.blob(digest)
+                if data is not None:
+                    _BLOBS[digest] = data
+            await found.checker.read(sandbox)  # any the disk lacked
+        _CACHE[key] = found
+        return found
     # Both outputs can be long: to files, read whole (not through a capped stream).
+    output, listing = "", b""
     try:
         await sandbox.run_root(script, "probing the verifier's toolchain", 120)
-        found = parse((await sandbox.read_file(_PROBE_OUT)).decode(errors="replace"))
+        output = (await sandbox.read_file(_PROBE_OUT)).decode(errors="replace")
+        found = parse(output)
         if found.checker is not None:
             command = listing_command(["find"], found.roots, _LISTING_OUT)
             await sandbox.run_root(
                 f"{shlex.join(command)} 2>/dev/null; true", "listing the toolchain", 120
             )
-            found.listing = set(parse_listing(await sandbox.read_file(_LISTING_OUT)))
+            listing = await sandbox.read_file(_LISTING_OUT)
+            found.listing = set(parse_listing(listing))
             await found.checker.read(sandbox)
     finally:
         await sandbox.run_root(f"rm -f {_PROBE_OUT} {_LISTING_OUT}", "removing the probe's files")
     if key[0]:
         _CACHE[key] = found
+    if kept:
+        digests = found.checker.sha256.values() if found.checker is not None else ()
+        blobs = {d: _BLOBS[d] for d in digests if d in _BLOBS}
+        await asyncio.to_thread(toolchain_cache.store, kept, output, listing, blobs)
     return found
+
+
+def _read(output: str, listing: bytes) -> Toolchain:
+    found = parse(output)
+    if found.checker is not None:
+        found.listing = set(parse_listing(listing))
+    return found
+
+
+async def _kept_key(sandbox: Sandbox, script: str) -> str | None:
+    """The on-disk entry for this container's image (its ID), the probe and the
+    container's environment; ``None`` for a sandbox that is not a Docker container."""
+    from gem_eval.sandbox import docker_client
+
+    image = getattr(sandbox, "image", None)
+    if getattr(sandbox, "container", None) is None or not image:
+        return None
+    if image not in _IMAGE_IDS:
+        get = docker_client.client().images.get
+        _IMAGE_IDS[image] = str((await docker_client.call(f"inspecting {image}", get, image)).id)
+    env = dict(getattr(sandbox, "env", None) or {})
+    # The listing's command too: what it lists, and how, is part of what is kept.
+    how = script + "\n" + shlex.join(listing_command(["find"], ["ROOTS"], _LISTING_OUT))
+    return toolchain_cache.entry_key(_IMAGE_IDS[image], how, env)

@@ -167,15 +167,22 @@ class Trace:
     sites: list[str]
     path: str = ""
 
+    def place(self) -> str:
+        """Choose the program's fresh directory, of a random name (``/tmp/...``); the
+        caller puts the program there through the engine (mode 0755, the directory
+        root's, 0700), as :meth:`install` does."""
+        directory = f"{PREFIX}{uuid.uuid4().hex}"
+        self.path = f"{directory}/gem-eval-trace"
+        return directory
+
     async def install(self, sandbox: Sandbox) -> None:
         """Put the program in a fresh directory of a random name, through the engine."""
         container = getattr(sandbox, "container", None)
         if container is None:
             raise SandboxError("tracing the tests needs a Docker container")
-        directory = f"{PREFIX}{uuid.uuid4().hex}"
+        directory = self.place()
         files = {"gem-eval-trace": self.binary}
         await put_programs(container, directory, files, "writing the tracer")
-        self.path = f"{directory}/gem-eval-trace"
 
     def command(self, argv: list[str]) -> list[str]:
         """``argv`` run under the program (after :meth:`install`)."""

@@ -11,7 +11,9 @@ for:
   ``ENV``, ``PYTHONHOME``, ``PYTHONSTARTUP``, ``PYTHONUSERBASE`` and ``PYTHONINSPECT``
   are cleared; ``PYTHONNOUSERSITE=1`` (no user site, no ``usercustomize``);
   ``PYTHONPYCACHEPREFIX`` points at a fresh directory (no byte code the agent planted
-  is loaded); uv's cache and Python downloads go to fresh directories unless the image
+  is loaded; gem-eval's ``sitecustomize`` then lets its Python read the image's own
+  ``__pycache__`` again, each file only if its ctime is before the agent's first
+  command); uv's cache and Python downloads go to fresh directories unless the image
   ships them (then the audit covers them).
 * **Shell**: ``bash --noprofile --norc``, not interactive, not a login shell, so no
   start-up file is read.
@@ -88,8 +90,13 @@ def pytest_config(tests: Path | None) -> str | None:
     return None
 
 
-def plan(task: TerminalTask, toolchain: Toolchain) -> Launch:
-    """The launch of ``task``'s tests in a container the probe found ``toolchain`` in."""
+def plan(task: TerminalTask, toolchain: Toolchain, since: float | None = None) -> Launch:
+    """The launch of ``task``'s tests in a container the probe found ``toolchain`` in.
+
+    ``since``: the container's clock before the agent's first command (the baseline's):
+    byte code in the image's ``__pycache__`` directories changed no later than that is
+    the image's, and gem-eval's ``sitecustomize`` lets the run load it (``None``: the
+    run compiles everything afresh)."""
     declared = {**toolchain.environ, **task.verifier_env}
     ini = pytest_config(task.tests)
     files: dict[str, bytes] = {}
@@ -119,7 +126,10 @@ def plan(task: TerminalTask, toolchain: Toolchain) -> Launch:
     restore = {key: declared.get(key) for key in env if env[key] != declared.get(key)}
     # The guard reads its settings from a file beside it (an environment variable would
     # reach the tests' processes too).
-    settings = {"tests_dir": TESTS_DIR, "confine": confine, "restore": restore}
+    settings: dict[str, object] = {"tests_dir": TESTS_DIR, "confine": confine}
+    settings["restore"] = restore
+    if since is not None:
+        settings["bytecode_since"] = since
     files[f"{SITE_DIR}/gem_eval_verifier.json"] = json.dumps(settings, indent=1).encode()
     guard = Path(__file__).with_name("verifier_site.py").read_bytes()
     files[f"{SITE_DIR}/sitecustomize.py"] = guard

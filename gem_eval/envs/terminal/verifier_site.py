@@ -14,6 +14,19 @@ In a pytest process (``python -m pytest ...``, or a ``pytest`` script) it
 3. gives the environment back as the task declared it, for the processes the tests
    start (the agent's programs see what they saw while the agent worked).
 
+In every Python (3.8 or later) it first lets imports read the image's own byte code
+again. The run's ``PYTHONPYCACHEPREFIX`` (a fresh directory) makes Python ignore every
+``__pycache__``, so that byte code the agent planted there is never loaded, at the price
+of compiling the standard library and pytest in every run (~1.5 s). Byte code whose
+ctime is before the agent's first command (``bytecode_since``, the baseline's clock)
+came with the image: writing, renaming or linking a file sets its ctime to the present,
+and no process in a container can set the clock back. So when the source loader looks
+for a module's byte code in the prefix, it reads the ``.pyc`` in ``__pycache__`` beside
+the source instead if that one is that old; otherwise it goes on as before (the prefix,
+empty at first: the module is compiled from its source, which the integrity audit
+checked). Whatever else reads byte code (pytest's assertion rewriting, a process
+without this file) still uses the prefix only.
+
 In every Python it then runs the image's own ``sitecustomize``, if any (one in the
 interpreter's standard or site directories, which the integrity audit checked).
 
@@ -134,7 +147,46 @@ def _chain():  # type: () -> None
     spec.loader.exec_module(module)
 
 
+def _pristine_bytecode(since):  # type: (float) -> None
+    """Let the source loader read the image's ``__pycache__`` (see the module docstring):
+    a ``.pyc`` it looks for in the fresh prefix is read from ``__pycache__`` beside the
+    source instead when that one's ctime is before ``since``."""
+    from importlib import machinery
+
+    if not sys.pycache_prefix:
+        return
+    prefix = sys.pycache_prefix.rstrip("/")  # type: str
+
+    class PristineSourceLoader(machinery.SourceFileLoader):
+        def get_data(self, path):  # type: (str) -> bytes
+            if path.startswith(prefix + "/") and path.endswith(".pyc"):
+                head, name = os.path.split(path[len(prefix) :])
+                image = os.path.join(head, "__pycache__", name)
+                try:
+                    if os.stat(image).st_ctime < since:
+                        return super().get_data(image)
+                except OSError:
+                    pass
+            return super().get_data(path)
+
+    hook = machinery.FileFinder.path_hook(
+        (machinery.ExtensionFileLoader, machinery.EXTENSION_SUFFIXES),
+        (PristineSourceLoader, machinery.SOURCE_SUFFIXES),
+        (machinery.SourcelessFileLoader, machinery.BYTECODE_SUFFIXES),
+    )
+    hooks = [h for h in sys.path_hooks if "FileFinder" in getattr(h, "__qualname__", "")]
+    if len(hooks) == 1:  # else an unusual interpreter: everything is compiled afresh
+        sys.path_hooks[sys.path_hooks.index(hooks[0])] = hook
+        sys.path_importer_cache.clear()
+
+
 def main():  # type: () -> None
+    if hasattr(sys, "pycache_prefix"):  # Python 3.8 or later
+        with contextlib.suppress(Exception):
+            with open(os.path.join(_HERE, SETTINGS)) as f:
+                since = json.load(f).get("bytecode_since")
+            if since is not None:
+                _pristine_bytecode(float(since))
     with contextlib.suppress(Exception):
         _chain()
     try:
