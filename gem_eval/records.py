@@ -445,9 +445,13 @@ class RunManifest(BaseModel):
     error: str | None = None
     """Why the run failed or stopped early (one line), when it did."""
     max_cost_usd: float | None = None
+    executor: str = "local"
+    """Where the latest session played its episodes: ``local`` (this machine) or ``ray``
+    (the nodes of a cluster: ``resources["ray"]`` names them); each resume's entry in
+    ``sessions`` says its own."""
     resources: dict[str, Any] = Field(default_factory=dict)
     """Sandboxes (kinds, images) and tool kits (MCP server names and versions) used."""
     sessions: list[dict[str, Any]] = Field(default_factory=list)
-    """One entry per ``--resume``: when, the connection settings it changed, and the
-    measured settings it changed with ``--force``."""
+    """One entry per ``--resume``: when, the connection settings it changed, the
+    measured settings it changed with ``--force``, and its ``executor``."""
     extra: dict[str, Any] = Field(default_factory=dict)

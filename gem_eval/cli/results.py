@@ -204,6 +204,7 @@ def _manifest_grid(m: RunManifest, records: list[EpisodeRecord]) -> Table:
         ("usage", f"{tokens:,} tokens, cost {cost}"),
         ("started", f"{_when(m.started_at)} (duration {duration})"),
         *_phases(records),
+        *_executor(m),
         ("seed", _seed(m, records)),
         *_made_by(m),
         *(("dataset", dataset_line(pin)) for pin in m.extra.get("datasets") or ()),
@@ -216,6 +217,15 @@ def _manifest_grid(m: RunManifest, records: list[EpisodeRecord]) -> Table:
     for name, value in rows:
         grid.add_row(f"[bold]{name}[/]", value if name == "status" else escape(value))
     return grid
+
+
+def _executor(m: RunManifest) -> list[tuple[str, str]]:
+    """Where the run played, when on a Ray cluster: its nodes and their episodes."""
+    if m.executor != "ray":
+        return []
+    nodes = (m.resources.get("ray") or {}).get("nodes") or {}
+    played = ", ".join(f"{node}: {n}" for node, n in nodes.items())
+    return [("executor", f"ray ({len(nodes)} nodes: {played})" if nodes else "ray")]
 
 
 def _phases(records: list[EpisodeRecord]) -> list[tuple[str, str]]:

@@ -159,6 +159,9 @@ async def execute_run(
         await _release(executor, cache)
         raise
     failing = False
+    manifest.executor = "ray" if on_ray else "local"
+    if not plan.new and manifest.sessions:  # this session's entry
+        manifest.sessions[-1]["executor"] = manifest.executor
     try:
         manifest.status, manifest.finished_at, manifest.error = "running", None, None
         if plan.new:

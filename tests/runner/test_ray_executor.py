@@ -321,6 +321,7 @@ def test_max_cost_holds_across_the_nodes(cluster: Cluster, tmp_path: Path) -> No
     )
     records = list(plan.run_dir.records())
     assert summary.status == "budget_exhausted"
+    assert plan.run_dir.read_manifest().executor == "ray"  # where the run was played
     # The accounting of one machine: the first episode alone (nothing is known of what one
     # costs), then as many as fit beside those in flight; a third $1 episode would not
     # fit in the $0.5 left, so it does not start.

@@ -235,6 +235,8 @@ def test_resume_gives_up_on_an_episode_after_max_attempts(suite: Path, tmp_path:
         assert {s.attempt for s in again.todo} == {len(seen)}
         asyncio.run(execute_run(again, model_factory=lambda spec: failing))
     assert seen == [3, 3, 0]  # played twice, then given up
+    manifest = plan.run_dir.read_manifest()  # each session says where it played
+    assert manifest.executor == "local" and manifest.sessions[0]["executor"] == "local"
     last = plan.run_dir.latest_by_key()
     assert all(r.outcome == "infra_error" and r.attempt == 2 and r.gave_up for r in last.values())
     with Index.for_root(results) as index:

@@ -353,3 +353,20 @@ def test_a_run_of_part_or_a_variant_of_its_suite_says_so(tmp_path: Path) -> None
         "again": "--task 'game:Wordle*' --sample 0-2,5",
     }
     assert (runs["part"]["played_at"], runs["again"]["played_at"]) == (1000.0, 1000.0)
+
+
+def test_cli_show_says_where_a_run_played_and_where_its_time_went(tmp_path: Path) -> None:
+    manifest = make_manifest("run-ray", suite="games", started_at=1000.0)
+    manifest = manifest.model_copy(
+        update={"executor": "ray", "resources": {"ray": {"nodes": {"a1b2c3d4": 2, "e5f6a7b8": 1}}}}
+    )
+    run = RunDir.create(tmp_path, manifest)
+    for sample, phases in enumerate([{"sandbox_start": 1.0, "agent": 2.0}, {"agent": 4.0}, {}]):
+        record = make_record("run-ray", "model-a", "guess", sample, "completed", 1.0)
+        run.append(record.model_copy(update={"phases": phases}))
+    result = runner.invoke(
+        results_app, ["show", "run-ray", "--results-dir", str(tmp_path)], env={"COLUMNS": "200"}
+    )
+    assert result.exit_code == 0, result.output
+    assert "ray (2 nodes: a1b2c3d4: 2, e5f6a7b8: 1)" in result.output
+    assert "sandbox_start 0.50 s, agent 3.00 s (mean of 2 episodes)" in result.output
