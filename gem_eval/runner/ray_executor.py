@@ -19,10 +19,26 @@ split into per-node shares (``total // nodes``, at least 1), so the cluster neve
 more calls in flight than the cap when the cap is at least the number of nodes; each
 node's share backs off on the 429s it sees (:class:`~gem_eval.models.concurrency.AdaptiveLimit`).
 
-Faults: an episode whose node (or actor) dies is recorded as ``infra_error`` (replayed by
-``--resume``); the node's actor is dropped and later episodes go to the others. The
-driver's SIGKILL leaves the run as today's does (every finished record is on disk);
-Ray then kills the run's actors with it.
+Faults: a node is lost when it (or its actor) dies, or when its Docker engine goes
+away (:class:`~gem_eval.runner.node_worker.EngineLostError`). A lost node gets no more
+episodes; its episodes in flight are cancelled there and each is played again at once,
+from its start, on the least busy node left (the calls they made on the lost node are
+not replayed: nothing of them came back). Only when no node is left is an episode
+recorded as ``infra_error`` (replayed by ``--resume``). A node whose engine went away
+still closes: it removes its containers of the run once the engine is back, or its
+warning names the cleanup command to run there, shown by the driver. The driver's
+SIGKILL leaves the run as today's does (every finished record is on disk); Ray then
+kills the run's actors with it.
+
+Images: every node builds the run's task images on its own engine before the first
+episode (Docker's image store is per engine; a build from the task's files is cached by
+content, so a node builds each once, in parallel with the other nodes), so that any
+node can play any episode, and a lost node's episodes start elsewhere at once, with no
+build in their way. No registry is needed. Base images that need the internet to build
+(``gem-eval sandbox build-base``, the terminal tasks' base) are made on every node
+before the run, as on one machine. The integrity
+audit of a terminal episode runs in its own sandbox, on the node that plays it, and
+probes each image once per node (the probe is cached by image id).
 
 ``ray`` is imported only when a :class:`RayExecutor` starts.
 """
@@ -39,7 +55,7 @@ from typing import Any
 from gem_eval.errors import GemEvalError, UserError
 from gem_eval.records import EpisodeRecord, EpisodeSpec, ModelSpec, TaskSpec
 from gem_eval.runner.executor import Executor
-from gem_eval.runner.node_worker import NodeWorker
+from gem_eval.runner.node_worker import EngineLostError, NodeWorker
 from gem_eval.runner.scoring import failed_record
 
 INSTALL_HINT = "the Ray executor needs ray: pip install 'gem-eval[ray]'"
@@ -47,6 +63,10 @@ INSTALL_HINT = "the Ray executor needs ray: pip install 'gem-eval[ray]'"
 
 class NoNodesLeftError(GemEvalError):
     """Every node of the cluster was lost during the run."""
+
+
+class _NodeLost(Exception):
+    """The node an episode was sent to was lost (the reason is in ``lost``)."""
 
 
 class RayExecutor(Executor):
@@ -97,6 +117,9 @@ class RayExecutor(Executor):
         self.load: Counter[str] = Counter()  # node id -> episodes in flight there
         self.played: Counter[str] = Counter()  # node id -> episodes recorded from it
         self.lost: dict[str, str] = {}  # node id -> why it was dropped
+        self.dead: set[str] = set()  # lost nodes whose actor is gone too
+        self.inflight: dict[str, set[Any]] = {}  # node id -> refs of its episodes
+        self.retried = 0  # episodes played again after their node was lost
         self._described: dict[str, Any] = {}
         self._ray: Any = None
         self._connected = False
@@ -134,13 +157,29 @@ class RayExecutor(Executor):
 
     async def run(self, run_id: str, spec: EpisodeSpec) -> EpisodeRecord:
         started = time.time()
-        live = [n for n in self.workers if n not in self.lost]
-        if not live:
-            reasons = "; ".join(sorted(set(self.lost.values())))
-            return failed_record(run_id, spec, started, NoNodesLeftError(reasons))
-        node = min(live, key=lambda n: self.load[n])  # the least busy node
+        tried = 0
+        while True:
+            live = [n for n in self.workers if n not in self.lost]
+            if not live:
+                reasons = "; ".join(sorted(set(self.lost.values())))
+                return failed_record(run_id, spec, started, NoNodesLeftError(reasons))
+            node = min(live, key=lambda n: self.load[n])  # the least busy node
+            try:
+                record = await self._run_on(node, run_id, spec)
+            except _NodeLost:
+                tried += 1
+                continue  # at once, on another node
+            if tried:
+                self.retried += 1
+            return record
+
+    async def _run_on(self, node: str, run_id: str, spec: EpisodeSpec) -> EpisodeRecord:
+        """Play ``spec`` on ``node``; raise :class:`_NodeLost` when the node is lost
+        meanwhile (it died, its engine went away, or another episode found it so)."""
         self.load[node] += 1
         ref = self.workers[node].run.remote(run_id, spec)
+        refs = self.inflight.setdefault(node, set())
+        refs.add(ref)
         try:
             record: EpisodeRecord
             record, files = await ref
@@ -148,17 +187,39 @@ class RayExecutor(Executor):
             self._ray.cancel(ref)  # the node releases the episode's sandbox
             raise
         except self._ray.exceptions.RayTaskError as exc:  # the node's executor raised
-            raise _cause(exc) from None
+            cause = _cause(exc)
+            if isinstance(cause, EngineLostError):
+                self._drop(node, f"node {node[:8]}: {cause}", dead=False)
+                raise _NodeLost from None
+            if node in self.lost:  # cancelled there as the node was dropped
+                raise _NodeLost from None
+            raise cause from None
         except Exception as exc:  # the actor, its worker process or its node died
+            if node in self.lost and isinstance(exc, self._ray.exceptions.TaskCancelledError):
+                raise _NodeLost from None
             if not _is_lost(self._ray, exc):
                 raise
-            self.lost.setdefault(node, f"node {node[:8]}: {type(exc).__name__}")
-            return failed_record(run_id, spec, started, exc, outcome="infra_error")
+            self._drop(node, f"node {node[:8]}: {type(exc).__name__}", dead=True)
+            raise _NodeLost from None
         finally:
             self.load[node] -= 1
+            refs.discard(ref)
         self.played[node] += 1
         record.attach(files)  # a private attribute: moved explicitly, not trusted to pickle
         return record
+
+    def _drop(self, node: str, why: str, *, dead: bool) -> None:
+        """Send ``node`` no more episodes and cancel those it holds (each is played
+        again elsewhere by the :meth:`run` awaiting it)."""
+        if dead:
+            self.dead.add(node)
+        if node in self.lost:
+            return
+        self.lost[node] = why
+        self.log(f"{why}: its episodes go to the other nodes")
+        for ref in list(self.inflight.get(node, ())):
+            with contextlib.suppress(Exception):
+                self._ray.cancel(ref)
 
     def describe(self) -> dict[str, Any]:
         return self._described
@@ -173,7 +234,8 @@ class RayExecutor(Executor):
             return
         ray = self._ray
         try:
-            live = {n: w for n, w in self.workers.items() if n not in self.lost}
+            # A node lost with its engine, not its actor, still closes (its cleanup).
+            live = {n: w for n, w in self.workers.items() if n not in self.dead}
             described = await _gather(ray, {n: w.describe.remote() for n, w in live.items()})
             if self.cache:
                 counts = await _gather(ray, {n: w.cache_counts.remote() for n, w in live.items()})
@@ -181,10 +243,14 @@ class RayExecutor(Executor):
                     sum((Counter(c) for c in counts.values() if isinstance(c, dict)), Counter())
                 )
             closed = await _gather(ray, {n: w.aclose.remote() for n, w in live.items()})
+            for node, said in closed.items():
+                for line in said if isinstance(said, list) else ():
+                    self.log(f"node {node[:8]}: {line}")
             self._described = _merge([d for d in described.values() if isinstance(d, dict)])
             about: dict[str, Any] = {"nodes": {n[:8]: self.played[n] for n in self.workers}}
             if self.lost:
                 about["lost"] = {n[:8]: why for n, why in self.lost.items()}
+                about["retried"] = self.retried
             failed = {n[:8]: str(e) for n, e in closed.items() if isinstance(e, BaseException)}
             if failed:  # sandboxes a node could not remove: `gem-eval sandbox cleanup` there
                 about["close_errors"] = failed
@@ -231,7 +297,7 @@ class RayExecutor(Executor):
             except Exception as exc:
                 if not _is_lost(self._ray, exc):
                     raise
-                self.lost.setdefault(node, f"node {node[:8]}: {type(exc).__name__}")
+                self._drop(node, f"node {node[:8]}: {type(exc).__name__}", dead=True)
         if refs and not results:
             reasons = "; ".join(sorted(set(self.lost.values())))
             raise NoNodesLeftError(reasons)
