@@ -116,13 +116,15 @@ class LocalCluster:
             self.close()
             raise
 
-    def add_node(self) -> None:
-        """A second node on this machine."""
-        self._start(["--address", self.address])
+    def add_node(self, env: dict[str, str] | None = None) -> None:
+        """A second node on this machine (``env`` on top of this process's: a
+        ``DOCKER_HOST`` gives it a Docker engine of its own)."""
+        self._start(["--address", self.address], env or {})
 
-    def _start(self, args: list[str]) -> None:
+    def _start(self, args: list[str], extra_env: dict[str, str] | None = None) -> None:
         temp = tempfile.mkdtemp(prefix="rb", dir="/tmp")  # short: Ray's sockets live there
-        env = {**os.environ, "RAY_USAGE_STATS_ENABLED": "0"}  # RAY_AUTH_MODE: see main()
+        # RAY_AUTH_MODE: see main()
+        env = {**os.environ, "RAY_USAGE_STATS_ENABLED": "0", **(extra_env or {})}
         cmd = [str(RAY), "start", *args, "--num-cpus", "1", f"--temp-dir={temp}"]
         proc = subprocess.Popen(
             [*cmd, "--disable-usage-stats"],
