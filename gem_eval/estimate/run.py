@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import sqlite3
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from gem_eval.estimate.history import History, read_history
@@ -232,10 +232,34 @@ def estimate_run(
             model_slots[model_name] = own
         parallel = max(1, min(concurrency, own or concurrency, len(group)))
         if seen is not None:
-            rows.append(_from_history(group, seen, parallel, price))
+            row = _from_history(group, seen, parallel, price)
         else:
-            rows.append(_from_bounds(group, parallel, price, prompt))
+            row = _from_bounds(group, parallel, price, prompt)
+        rows.append(_less_replayed(row, group))
     return RunEstimate(rows, concurrency, notes, model_slots)
+
+
+def _less_replayed(row: RowEstimate, group: list[EpisodeSpec]) -> RowEstimate:
+    """``row`` less the calls that resumed episodes replay from their earlier attempts
+    (:mod:`gem_eval.models.paid_replies`): paid for then, not again."""
+    paid = [s.paid_replies for s in group if s.paid_replies is not None and s.paid_replies.calls]
+    if not paid:
+        return row
+    calls = sum(len(p.calls) for p in paid)
+    usd = sum(p.cost_usd for p in paid)
+
+    def less(amount: Amount, by: float) -> Amount:
+        if amount.value is None:
+            return amount
+        return replace(amount, value=max(0.0, amount.value - by))
+
+    note = f"less {calls} call{'s' * (calls != 1)} (${usd:.6f}) already paid, replayed"
+    return replace(
+        row,
+        calls=less(row.calls, calls),
+        usd=less(row.usd, usd),
+        price_note=f"{row.price_note}; {note}" if row.price_note else note,
+    )
 
 
 def _own_slots(model: ModelSpec) -> int | None:

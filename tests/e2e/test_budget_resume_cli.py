@@ -80,6 +80,16 @@ def test_a_cut_episode_resumes_from_the_calls_it_paid_for(
     assert "completed" in outcomes, outcomes  # the budget let some episodes finish
     assert any(r.outcome == "cancelled" and r.turns for r in first)  # cut mid-way
 
+    # The estimate of the resume leaves out the calls it will replay.
+    if executor == "local":
+        estimate = gem_eval("run", "--resume", "latest", "--dry-run", results=results)
+        assert estimate.returncode == 0, estimate.stderr
+        replayed = re.search(r"less (\d+) calls \(\$([0-9.]+)\) already paid", estimate.stdout)
+        assert replayed, estimate.stdout
+        cut = [r for r in first if r.outcome == "cancelled"]
+        assert int(replayed[1]) == sum(r.turns for r in cut) > 0
+        assert float(replayed[2]) == pytest.approx(sum(r.spent_usd for r in cut), abs=1e-6)
+
     # Resumed with a little more: stopped again, having counted what the server was paid.
     resume = ["run", "--resume", "latest", "--executor", executor, "-q"]
     ray_env = {"RAY_USAGE_STATS_ENABLED": "0"}
