@@ -84,7 +84,7 @@ async def run_episode(
     finally:
         episode.traj.duration_s = time.monotonic() - start
         episode.traj.queued_s = episode.clock.queued_s()
-    return _redacted(episode.traj, redactor or Redactor())
+    return (redactor or Redactor()).trajectory(episode.traj)
 
 
 class _Episode:
@@ -270,9 +270,3 @@ def assistant_message(output: ModelOutput, mode: str) -> Message:
     """The assistant message a reply adds to the conversation (its tool calls in
     ``native`` mode)."""
     return output.message(tool_calls=mode == "native")
-
-
-def _redacted(traj: Trajectory, redactor: Redactor) -> Trajectory:
-    text = traj.model_dump_json()
-    clean = redactor(text)
-    return traj if clean == text else Trajectory.model_validate_json(clean)

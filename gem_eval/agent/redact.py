@@ -5,6 +5,10 @@ from __future__ import annotations
 import os
 import re
 from collections.abc import Iterable, Mapping
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from gem_eval.trajectory import Trajectory
 
 REDACTED = "[REDACTED]"
 
@@ -44,3 +48,11 @@ class Redactor:
 
     def __call__(self, text: str) -> str:
         return self._pattern.sub(REDACTED, text)
+
+    def trajectory(self, traj: Trajectory) -> Trajectory:
+        """``traj`` with every secret removed (itself when it holds none)."""
+        from gem_eval.trajectory import Trajectory
+
+        text = traj.model_dump_json()
+        clean = self(text)
+        return traj if clean == text else Trajectory.model_validate_json(clean)

@@ -30,6 +30,7 @@ from gem_eval.runner.judging import Judges, reference_answer
 from gem_eval.runner.provision import Provisioner
 from gem_eval.runner.scoring import failed_record, to_record
 from gem_eval.sandbox.base import Sandbox
+from gem_eval.trajectory import Trajectory
 
 
 def generate_config(task_settings: dict[str, Any], model_args: dict[str, Any]) -> GenerateConfig:
@@ -83,6 +84,12 @@ class Executor(ABC):
         """The run's budget, for executors whose episodes' model calls can check and
         charge it (see :mod:`gem_eval.budget`); others are held to it per episode."""
 
+    def interrupted(self, run_id: str, spec: EpisodeSpec, started: float) -> EpisodeRecord | None:
+        """The ``cancelled`` record of an episode whose :meth:`run` was cancelled
+        (Ctrl-C), holding the calls it had made (paid for: counted, and replayed by
+        ``--resume``); ``None``: nothing of it is known here."""
+        return None
+
     async def aclose(self) -> None:  # noqa: B027 - optional hook
         """Release shared resources."""
 
@@ -116,6 +123,9 @@ class LocalExecutor(Executor):
         self.tasks: list[TaskSpec] = []
         self.judges = Judges(model_factory)  # the judge models of scorer: judge tasks
         self.programs = AgentPrograms()  # --agent: programs that call the model over HTTP
+        # Each episode in gem-eval's loop: its trajectory, and its steps and messages as
+        # of its last whole step (what a cancelled episode keeps: see interrupted()).
+        self._progress: dict[str, tuple[Trajectory, int, int]] = {}
 
     async def start(self, models: list[ModelSpec]) -> None:
         from gem_eval.models.chat_api import ChatAPIModel
@@ -224,6 +234,10 @@ class LocalExecutor(Executor):
                             redactor=self.redactor,
                         )
                 else:
+
+                    def whole_step(traj: Trajectory) -> None:
+                        self._progress[spec.key] = (traj, len(traj.steps), len(traj.messages))
+
                     with remainder("agent"):
                         trajectory = await run_episode(
                             env,
@@ -234,10 +248,12 @@ class LocalExecutor(Executor):
                             config=config,
                             tool_mode=task.tool_mode,
                             system_prompt=task.system_prompt,
+                            on_step=whole_step,
                             sandbox=sandbox,
                             redactor=self.redactor,
                             budget=self.budget,
                         )
+                    self._progress.pop(spec.key, None)
                     files = _attachments(tools, self.redactor)
         except GemEvalError as exc:  # no sandbox or tool server: not the model's fault
             return failed_record(run_id, spec, started, exc, outcome="infra_error")
@@ -259,6 +275,25 @@ class LocalExecutor(Executor):
 
     def use_budget(self, budget: Budget) -> None:
         self.budget = budget
+
+    def interrupted(self, run_id: str, spec: EpisodeSpec, started: float) -> EpisodeRecord | None:
+        progress = self._progress.pop(spec.key, None)
+        if progress is None:
+            return None
+        live, steps, messages = progress
+        if not steps:  # no call was answered in a whole step: nothing to keep
+            return None
+        trajectory = live.model_copy(
+            update={
+                "steps": live.steps[:steps],
+                "messages": live.messages[:messages],
+                "outcome": "cancelled",
+                "error": "stopped: the run was interrupted",
+            }
+        )
+        return to_record(
+            run_id, spec, (self.redactor or Redactor()).trajectory(trajectory), started
+        )
 
     def check(self, tasks: list[TaskSpec]) -> None:
         self.programs.check(tasks)

@@ -205,8 +205,9 @@ class Runner:
         spec, started = in_flight.pop(task)
         self._reserved.pop(spec.key, None)
         slots.release()
-        if task.cancelled():
-            self._emit(cancelled_record(self.run_id, spec, started))
+        if task.cancelled():  # Ctrl-C: what the episode paid for is kept when known
+            kept = self.executor.interrupted(self.run_id, spec, started)
+            self._emit(kept or cancelled_record(self.run_id, spec, started))
             return
         exc = task.exception()
         if exc is not None:  # the executor raised: a bug in gem-eval, not the model's doing

@@ -6,7 +6,12 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import os
 import re
+import signal
+import subprocess
+import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -15,7 +20,8 @@ import pytest
 from gem_eval.records import EpisodeRecord
 from gem_eval.store import RunDir
 from tests.conftest import IN_CI
-from tests.e2e.test_run_cli import gem_eval, run_dirs
+from tests.e2e.conftest import as_from_a_terminal
+from tests.e2e.test_run_cli import ROOT, gem_eval, run_dirs, wait_for_records
 from tests.fixtures.openai_server import FakeOpenAIServer, Reply
 
 # Every guess is illegal (out of range): each episode plays its five turns, and a seeded
@@ -135,3 +141,62 @@ def test_a_cut_episode_resumes_from_the_calls_it_paid_for(
 
 def _records(run: Path) -> list[EpisodeRecord]:
     return list(RunDir(run).records())
+
+
+@pytest.mark.slow
+def test_an_episode_stopped_by_ctrl_c_resumes_from_the_calls_it_paid_for(
+    openai_server: FakeOpenAIServer, tmp_path: Path
+) -> None:
+    """Ctrl-C mid-run: the episodes in flight are recorded ``cancelled`` with the calls
+    they made (counted in the run's cost), and ``--resume`` replays those calls: the
+    server sees each call once across the run and its resume."""
+    answered: list[float] = []
+
+    def handler(body: dict[str, Any]) -> Reply:
+        answered.append(_cost(1))
+        usage = {"prompt_tokens": PROMPT_TOKENS, "completion_tokens": 1, "total_tokens": 11}
+        return Reply("\\boxed{1001}", usage=usage)
+
+    openai_server.handler = handler
+    openai_server.latency = 0.1
+    suite = tmp_path / "guess.yaml"
+    suite.write_text(SUITE)
+    results = tmp_path / "r"
+    served = ["--model-base-url", openai_server.base_url, "--model-backend", "openai"]
+    price = f"hosted_vllm/ckpt={PRICE[0]:g},{PRICE[1]:g}"
+    args = ["run", "--suite", str(suite), "--model", "hosted_vllm/ckpt", *served]
+    args += ["--price", price, "--concurrency", "8", "-q"]
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "gem_eval", *args],
+        cwd=ROOT,
+        env={**os.environ, "GEM_EVAL_RESULTS": str(results)},
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        preexec_fn=as_from_a_terminal,
+    )
+    # The first 8 episodes end together (0.5 s of calls each); the next 8 are stopped
+    # mid-way through their five calls.
+    wait_for_records(results, 8)
+    time.sleep(0.25)
+    proc.send_signal(signal.SIGINT)
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode == 130, err
+    [run] = run_dirs(results)
+    first = _records(run)
+    kept = [r for r in first if r.outcome == "cancelled" and r.turns]
+    # Stopped mid-way, with the calls made so far.
+    assert kept, [(r.outcome, r.turns) for r in first if r.outcome != "completed"]
+    assert all(r.cost_usd and r.spent_usd == pytest.approx(r.turns * _cost(1)) for r in kept)
+
+    resumed = gem_eval("run", "--resume", "latest", "-q", results=results)
+    assert resumed.returncode == 0, resumed.stderr + resumed.stdout
+    every = _records(run)
+    latest = {r.key: r for r in every}
+    assert len(latest) == 40 and {r.outcome for r in latest.values()} == {"completed"}
+    # Each call was answered once (the calls in flight at Ctrl-C were cut before their
+    # answer: asked again, not paid twice); the resumed episodes replayed what they paid.
+    assert len(answered) == 5 * 40
+    assert 0 <= openai_server.stats()["requests"] - len(answered) <= 8
+    assert sum(latest[r.key].replayed_calls for r in kept) >= sum(r.turns for r in kept)
+    assert sum(r.spent_usd for r in every) == pytest.approx(sum(answered))

@@ -40,7 +40,10 @@ def records(run_dir: Path) -> list[dict[str, object]]:
     """The records written so far (a line still being written by a live run is skipped)."""
     from gem_eval.records import EpisodeRecord
 
-    text = (run_dir / "episodes.jsonl").read_text()
+    path = run_dir / "episodes.jsonl"
+    if not path.exists():  # the run made its directory and has not yet opened the file
+        return []
+    text = path.read_text()
     complete = text[: text.rfind("\n") + 1]
     return [  # read as gem-eval reads them: tool outputs are stored once, in the messages
         EpisodeRecord.model_validate_json(line).model_dump()
