@@ -57,7 +57,7 @@ def list_command(
             r["suite"],
             ", ".join(r["models"]),
             ", ".join(agents[r["run_id"]]),
-            _status(r["status"]),
+            _status(r["status"], results_dir / r["run_id"]),
             f"{r['episodes_done']}/{r['episodes_planned']}",
             _when(r["started_at"]),
         )
@@ -78,7 +78,7 @@ def show_command(
     run = RunDir.open(results_dir, run_id)
     manifest = run.read_manifest()
     records = list(run.latest_by_key().values())
-    print_whole(_manifest_grid(manifest, records))
+    print_whole(_manifest_grid(manifest, records, run.path))
     print_whole(_outcome_table(records), drop=("mean score",))
 
 
@@ -173,12 +173,18 @@ def _when(timestamp: float | None) -> str:
     return "-" if timestamp is None else time.strftime("%Y-%m-%d %H:%M", time.localtime(timestamp))
 
 
-def _status(status: str) -> str:
+def _status(status: str, run_dir: Path) -> str:
+    """The run's status, colored; a run still ``running`` that no process plays (the
+    session lock is free: its process was killed) says so."""
+    from gem_eval.store import session_lock
+
+    if status == "running" and not session_lock.is_played(run_dir):
+        return "[yellow]stopped[/] (its process is gone: --resume it)"
     color = {"finished": "green", "running": "blue", "failed": "red"}.get(status, "yellow")
     return f"[{color}]{status}[/]"
 
 
-def _manifest_grid(m: RunManifest, records: list[EpisodeRecord]) -> Table:
+def _manifest_grid(m: RunManifest, records: list[EpisodeRecord], run_dir: Path) -> Table:
     from gem_eval.cli.render import dataset_line
 
     done = sum(r.outcome not in REPLAYED_OUTCOMES for r in records)
@@ -196,7 +202,7 @@ def _manifest_grid(m: RunManifest, records: list[EpisodeRecord]) -> Table:
         ),
         ("models", ", ".join(model.name for model in m.models)),
         ("agents", _agents(m, records)),
-        ("status", _status(m.status)),
+        ("status", _status(m.status, run_dir)),
         (
             "episodes",
             f"{done}/{m.episodes_planned} done (tasks: {len(m.tasks)}, epochs: {m.epochs})",

@@ -280,7 +280,9 @@ def plan_request(request: RunRequest, *, preflight: Preflight | None = None) -> 
     connection settings), else from ``--models`` or the suite's ``models:``."""
     options = RunOptions(**{k: v for k, v in request.options.items() if v is not None})
     if request.resume is not None:
-        return plan_run(
+        from gem_eval.store import session_lock
+
+        plan = plan_run(
             None,
             [],
             options,
@@ -289,6 +291,8 @@ def plan_request(request: RunRequest, *, preflight: Preflight | None = None) -> 
             request=resume_request(request),
             preflight=preflight,
         )
+        session_lock.check_free(plan.run_dir.path)  # before any model or image is made
+        return plan
     suite, models = _request_models(request)
     _check_reference_agents(suite, models, options)
     extra = {k: dict(v) for k, v in request.extra.items()}

@@ -7,6 +7,7 @@ suite YAML -> episode specs (:mod:`gem_eval.runner.plan`) -> runner (executor: e
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import functools
 import sqlite3
 import time
@@ -162,16 +163,22 @@ async def execute_run(
     manifest.executor = "ray" if on_ray else "local"
     if not plan.new and manifest.sessions:  # this session's entry
         manifest.sessions[-1]["executor"] = manifest.executor
+    from gem_eval.store import session_lock
+
+    lock = contextlib.ExitStack()  # the session lock: one process plays a run at a time
     try:
         manifest.status, manifest.finished_at, manifest.error = "running", None, None
         if plan.new:
             from gem_eval.store import RunDir
 
             plan.run_dir = RunDir.create(plan.run_dir.path.parent, manifest)
+            lock.enter_context(session_lock.playing(plan.run_dir.path))
         else:
+            lock.enter_context(session_lock.playing(plan.run_dir.path))
             plan.run_dir.write_manifest(manifest)
         record = _Recorder(plan.run_dir)
     except BaseException:
+        lock.close()
         await _release(executor, cache)
         raise
     # Every episode recorded so far was paid for, superseded ones too, and its judge
@@ -210,13 +217,16 @@ async def execute_run(
             manifest.status = "interrupted"
         manifest.finished_at = time.time()
         try:
-            plan.run_dir.write_manifest(manifest)
-        except StoreWriteError:
-            if not failing:
-                raise
-            # The first failure (a full disk) is the one to report; the old manifest
-            # stays whole and says "running", which --resume handles.
-        record.close(manifest)
+            try:
+                plan.run_dir.write_manifest(manifest)
+            except StoreWriteError:
+                if not failing:
+                    raise
+                # The first failure (a full disk) is the one to report; the old manifest
+                # stays whole and says "running", which --resume handles.
+            record.close(manifest)
+        finally:
+            lock.close()  # the last write done: another process may resume the run
     return summary
 
 

@@ -149,8 +149,16 @@ def test_infra_errors_give_their_own_exit_code(
 def test_sigkill_mid_run_then_resume_loses_and_repeats_nothing(
     openai_server: FakeOpenAIServer, tmp_path: Path
 ) -> None:
+    """While the run plays, a second process may not play it too; once killed, its
+    run says so, and ``--resume`` finishes it."""
     openai_server.latency = 0.05
     proc = start_games_run(openai_server, tmp_path, limit=3, concurrency=2)
+    wait_for_records(tmp_path, 2)
+    twice = gem_eval("run", "--resume", "latest", "-q", results=tmp_path)
+    assert twice.returncode == 2, twice.stderr + twice.stdout
+    assert "is being played by another process" in twice.stderr
+    shown = gem_eval("results", "show", "latest", results=tmp_path)
+    assert "running" in shown.stdout and "stopped" not in shown.stdout, shown.stdout
     wait_for_records(tmp_path, 6)
     os.kill(proc.pid, signal.SIGKILL)
     proc.wait()
@@ -158,6 +166,9 @@ def test_sigkill_mid_run_then_resume_loses_and_repeats_nothing(
     before = records(run)
     planned = json.loads((run / "manifest.json").read_text())["episodes_planned"]
     assert 6 <= len(before) < planned, "kill the run mid-way"
+    for command in (["show", "latest"], ["list"]):
+        shown = gem_eval("results", *command, results=tmp_path)
+        assert "stopped (its process is gone: --resume it)" in " ".join(shown.stdout.split())
 
     result = gem_eval("run", "--resume", "latest", "-q", results=tmp_path)
     assert result.returncode == 0, result.stderr + result.stdout
