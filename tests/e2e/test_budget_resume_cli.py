@@ -6,11 +6,8 @@ from __future__ import annotations
 
 import importlib.util
 import json
-import os
 import re
 import signal
-import subprocess
-import sys
 import time
 from pathlib import Path
 from typing import Any
@@ -20,8 +17,7 @@ import pytest
 from gem_eval.records import EpisodeRecord
 from gem_eval.store import RunDir
 from tests.conftest import IN_CI
-from tests.e2e.conftest import as_from_a_terminal
-from tests.e2e.test_run_cli import ROOT, gem_eval, run_dirs, wait_for_records
+from tests.e2e.test_run_cli import gem_eval, run_dirs, start_gem_eval, wait_for_records
 from tests.fixtures.openai_server import FakeOpenAIServer, Reply
 
 # Every guess is illegal (out of range): each episode plays its five turns, and a seeded
@@ -70,13 +66,8 @@ def test_a_cut_episode_resumes_from_the_calls_it_paid_for(
         return Reply("\\boxed{1001}", usage=usage)
 
     openai_server.handler = handler
-    suite = tmp_path / "guess.yaml"
-    suite.write_text(SUITE)
     results = tmp_path / "r"
-    served = ["--model-base-url", openai_server.base_url, "--model-backend", "openai"]
-    price = f"hosted_vllm/ckpt={PRICE[0]:g},{PRICE[1]:g}"
-    args = ["run", "--suite", str(suite), "--model", "hosted_vllm/ckpt", *served]
-    args += ["--price", price, "--concurrency", "64", "-q"]
+    args = _run_args(openai_server, tmp_path, concurrency=64)
 
     capped = gem_eval(*args, "--max-cost", "0.01", results=results)
     assert capped.returncode == 4, capped.stderr + capped.stdout
@@ -139,6 +130,16 @@ def test_a_cut_episode_resumes_from_the_calls_it_paid_for(
     assert ("ray" in manifest["resources"]) == (executor == "ray")  # where the resume played
 
 
+def _run_args(server: FakeOpenAIServer, tmp_path: Path, concurrency: int) -> list[str]:
+    """``gem-eval run``'s arguments: the suite against ``server``, priced."""
+    suite = tmp_path / "guess.yaml"
+    suite.write_text(SUITE)
+    served = ["--model-base-url", server.base_url, "--model-backend", "openai"]
+    price = f"hosted_vllm/ckpt={PRICE[0]:g},{PRICE[1]:g}"
+    args = ["run", "--suite", str(suite), "--model", "hosted_vllm/ckpt", *served]
+    return [*args, "--price", price, "--concurrency", str(concurrency), "-q"]
+
+
 def _records(run: Path) -> list[EpisodeRecord]:
     return list(RunDir(run).records())
 
@@ -159,22 +160,8 @@ def test_an_episode_stopped_by_ctrl_c_resumes_from_the_calls_it_paid_for(
 
     openai_server.handler = handler
     openai_server.latency = 0.1
-    suite = tmp_path / "guess.yaml"
-    suite.write_text(SUITE)
     results = tmp_path / "r"
-    served = ["--model-base-url", openai_server.base_url, "--model-backend", "openai"]
-    price = f"hosted_vllm/ckpt={PRICE[0]:g},{PRICE[1]:g}"
-    args = ["run", "--suite", str(suite), "--model", "hosted_vllm/ckpt", *served]
-    args += ["--price", price, "--concurrency", "8", "-q"]
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "gem_eval", *args],
-        cwd=ROOT,
-        env={**os.environ, "GEM_EVAL_RESULTS": str(results)},
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        preexec_fn=as_from_a_terminal,
-    )
+    proc = start_gem_eval(_run_args(openai_server, tmp_path, concurrency=8), results)
     # The first 8 episodes end together (0.5 s of calls each); the next 8 are stopped
     # mid-way through their five calls.
     wait_for_records(results, 8)

@@ -58,6 +58,11 @@ def start_games_run(
     """``gem-eval run --suite games`` in the background, its output captured."""
     args = ["run", "--suite", "games", "--model", "openai/fake", "--limit", str(limit)]
     args += ["--concurrency", str(concurrency), "--model-base-url", server.base_url, "-q"]
+    return start_gem_eval(args, results)
+
+
+def start_gem_eval(args: list[str], results: Path) -> subprocess.Popen[str]:
+    """``gem-eval ARGS`` in the background, its output captured."""
     return subprocess.Popen(
         [sys.executable, "-m", "gem_eval", *args],
         cwd=ROOT,
