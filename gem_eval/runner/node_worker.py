@@ -25,6 +25,7 @@ from gem_eval.runner.executor import LocalExecutor
 from gem_eval.runner.provision import Provisioner
 
 SETTLE_S = 2.0
+"""Seconds before a live engine is asked again whether it is going (see ``_engine_lost``)."""
 
 
 class EngineLostError(GemEvalError):

@@ -19,8 +19,9 @@ split into per-node shares (``total // nodes``, at least 1), so the cluster neve
 more calls in flight than the cap when the cap is at least the number of nodes; each
 node's share backs off on the 429s it sees (:class:`~gem_eval.models.concurrency.AdaptiveLimit`).
 
-Faults: a node is lost when it (or its actor) dies, or when its Docker engine goes
-away (:class:`~gem_eval.runner.node_worker.EngineLostError`). A lost node gets no more
+Faults: a node is lost when it (or its actor) dies, when its Docker engine goes away
+(:class:`~gem_eval.runner.node_worker.EngineLostError`), or when it fails the run's
+set-up while another node passes it (:meth:`RayExecutor._each`). A lost node gets no more
 episodes; its episodes in flight are cancelled there and each is played again at once,
 from its start, on the least busy node left (the calls they made on the lost node are
 not replayed: nothing of them came back). Only when no node is left is an episode
@@ -283,24 +284,32 @@ class RayExecutor(Executor):
         return ray
 
     async def _each(self, method: str, *args: Any) -> dict[str, Any]:
-        """Call ``method`` on every live node's actor; a node's error is raised here. A
-        node that died (Ray may still list a node killed a moment ago as alive) is
-        dropped as lost, as in :meth:`run`, while another node is left."""
+        """Call ``method`` on every live node's actor, for the run's set-up (check the
+        tools and engines, start the models, build the images). A node that fails it
+        (its Docker engine away, a key missing from its environment) or died is dropped
+        as lost, with a line, while another node succeeded; when none did, the first
+        node's error is raised (the same error everywhere: the suite's, not a node's)."""
         live = {n: w for n, w in self.workers.items() if n not in self.lost}
         refs = {n: getattr(w, method).remote(*args) for n, w in live.items()}
-        results = {}
+        results: dict[str, Any] = {}
+        failed: dict[str, BaseException] = {}
         for node, ref in refs.items():
             try:
                 results[node] = await ref
             except self._ray.exceptions.RayTaskError as exc:
-                raise _cause(exc) from None
+                failed[node] = _cause(exc)
             except Exception as exc:
                 if not _is_lost(self._ray, exc):
                     raise
                 self._drop(node, f"node {node[:8]}: {type(exc).__name__}", dead=True)
         if refs and not results:
+            if failed:
+                raise next(iter(failed.values()))
             reasons = "; ".join(sorted(set(self.lost.values())))
             raise NoNodesLeftError(reasons)
+        for node, error in failed.items():
+            why = " ".join(str(error).split()) or type(error).__name__
+            self._drop(node, f"node {node[:8]}: {method} failed: {why}", dead=False)
         return results
 
 

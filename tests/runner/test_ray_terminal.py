@@ -2,12 +2,13 @@
 
 node_a (the head) uses the machine's daemon; node_b a second daemon of the test's own
 (:mod:`tests.fixtures.second_dockerd`, no network), reached through the ``DOCKER_HOST``
-its ``ray start`` was given. Each node builds the task images it plays on its own engine
+its ``ray start`` was given. Each node builds the run's task images on its own engine
 (the terminal tasks' base image, which needs the internet to build, is loaded into
 node_b as a node's ``gem-eval sandbox build-base`` would make it), grades its episodes
 with the verifier and the integrity audit in its own containers, and removes them at
-the end. Stopping node_b's engine mid-run loses node_b: its episodes are played again
-at once on node_a, and the run finishes whole.
+the end. A node whose engine is not there at all is dropped at set-up. Stopping
+node_b's engine mid-run loses node_b: its episodes are played again at once on node_a,
+and the run finishes whole.
 """
 
 from __future__ import annotations
@@ -82,13 +83,19 @@ def task_images(daemon_images: str) -> set[str]:
 def test_each_node_builds_plays_audits_and_cleans_up_on_its_own_engine(
     cluster: Cluster, engine_b: second_dockerd.SecondDockerd, suite: Path, tmp_path: Path
 ) -> None:
+    """node_c, whose engine is not there, is dropped at set-up; the others play."""
     before = task_images(engine_b.docker("images", "--format", "{{.Repository}}:{{.Tag}}").stdout)
+    no_engine = {"DOCKER_HOST": f"unix://{tmp_path}/none.sock", "GEM_EVAL_ENGINE_WAIT_S": "1"}
+    cluster.add_node("node_c", no_engine)
     said: list[str] = []
     options = RunOptions(concurrency=4, epochs=2, no_network=True)  # 6 episodes
     plan = plan_run(str(suite), [ModelSpec(name="oracle")], options, tmp_path / "r")
-    summary = asyncio.run(
-        execute_run(plan, log=said.append, on_ray=True, ray_address=cluster.address)
-    )
+    try:
+        summary = asyncio.run(
+            execute_run(plan, log=said.append, on_ray=True, ray_address=cluster.address)
+        )
+    finally:
+        cluster.kill("node_c")
     records = list(plan.run_dir.records())
     assert summary.status == "finished" and len(records) == 6
     assert all(r.outcome == "completed" and r.success for r in records), [
@@ -98,8 +105,12 @@ def test_each_node_builds_plays_audits_and_cleans_up_on_its_own_engine(
     assert all({"verifier", "audit"} <= set(r.phases or {}) for r in records)
     manifest = plan.run_dir.read_manifest()
     assert manifest.executor == "ray"
-    nodes = manifest.resources["ray"]["nodes"]
-    assert len(nodes) == 2 and all(n > 0 for n in nodes.values()), nodes
+    about = manifest.resources["ray"]
+    [(node_c, why)] = about["lost"].items()
+    assert "failed" in why and "Docker is not running" in why, why
+    played = {node: n for node, n in about["nodes"].items() if node != node_c}
+    assert len(played) == 2 and all(played.values()) and sum(played.values()) == 6, about
+    assert about["nodes"][node_c] == 0
     # node_b built the task images on its engine (they were not there before).
     after = task_images(engine_b.docker("images", "--format", "{{.Repository}}:{{.Tag}}").stdout)
     assert len(after - before) == len(TASKS), (before, after)
@@ -144,7 +155,9 @@ def test_a_nodes_engine_stopping_mid_run_loses_the_node_not_the_episodes(
     assert {r.outcome for r in records} == {"completed"}, [r.outcome for r in records]
     assert summary.status == "finished"
     about = plan.run_dir.read_manifest().resources["ray"]
-    [why] = about["lost"].values()
+    # node_b, for its engine (node_c, killed by the test before, may be listed too: the
+    # cluster can count a node killed a moment ago as alive).
+    [why] = [w for w in about["lost"].values() if "Docker" in w]
     assert "the Docker engine is unreachable" in why
     assert about["retried"] >= 1  # what node_b held when its engine stopped
     # node_b could not remove its containers: its warning reached the driver, naming the
