@@ -226,12 +226,22 @@ def _manifest_grid(m: RunManifest, records: list[EpisodeRecord], run_dir: Path) 
 
 
 def _executor(m: RunManifest) -> list[tuple[str, str]]:
-    """Where the run played, when on a Ray cluster: its nodes and their episodes."""
+    """Where the run played, when on a Ray cluster: its nodes and their episodes, the
+    nodes lost and why, and the episodes played again elsewhere."""
     if m.executor != "ray":
         return []
-    nodes = (m.resources.get("ray") or {}).get("nodes") or {}
+    about = m.resources.get("ray") or {}
+    nodes = about.get("nodes") or {}
+    if not nodes:
+        return [("executor", "ray")]
     played = ", ".join(f"{node}: {n}" for node, n in nodes.items())
-    return [("executor", f"ray ({len(nodes)} nodes: {played})" if nodes else "ray")]
+    text = f"ray ({len(nodes)} node{'s' * (len(nodes) != 1)}: {played})"
+    lost = about.get("lost") or {}
+    if lost:
+        text += "; lost " + "; ".join(str(why) for why in lost.values())
+        retried = about.get("retried", 0)
+        text += f"; {retried} episode{'s' * (retried != 1)} played again on another node"
+    return [("executor", text)]
 
 
 def _phases(records: list[EpisodeRecord]) -> list[tuple[str, str]]:

@@ -358,7 +358,16 @@ def test_a_run_of_part_or_a_variant_of_its_suite_says_so(tmp_path: Path) -> None
 def test_cli_show_says_where_a_run_played_and_where_its_time_went(tmp_path: Path) -> None:
     manifest = make_manifest("run-ray", suite="games", started_at=1000.0)
     manifest = manifest.model_copy(
-        update={"executor": "ray", "resources": {"ray": {"nodes": {"a1b2c3d4": 2, "e5f6a7b8": 1}}}}
+        update={
+            "executor": "ray",
+            "resources": {
+                "ray": {
+                    "nodes": {"a1b2c3d4": 2, "e5f6a7b8": 1},
+                    "lost": {"e5f6a7b8": "node e5f6a7b8: the Docker engine is unreachable"},
+                    "retried": 1,
+                }
+            },
+        }
     )
     run = RunDir.create(tmp_path, manifest)
     for sample, phases in enumerate([{"sandbox_start": 1.0, "agent": 2.0}, {"agent": 4.0}, {}]):
@@ -368,5 +377,9 @@ def test_cli_show_says_where_a_run_played_and_where_its_time_went(tmp_path: Path
         results_app, ["show", "run-ray", "--results-dir", str(tmp_path)], env={"COLUMNS": "200"}
     )
     assert result.exit_code == 0, result.output
-    assert "ray (2 nodes: a1b2c3d4: 2, e5f6a7b8: 1)" in result.output
+    shown = " ".join(result.output.split())
+    assert (
+        "ray (2 nodes: a1b2c3d4: 2, e5f6a7b8: 1); lost node e5f6a7b8: the Docker engine is "
+        "unreachable; 1 episode played again on another node"
+    ) in shown
     assert "sandbox_start 0.50 s, agent 3.00 s (mean of 2 episodes)" in result.output
